@@ -1,0 +1,128 @@
+"""nox sessions of the MXFP4 GEMM regression suite.
+
+Every session is small and passes ``session.posargs`` through. ``nox --no-venv -s SESSION``
+runs in the current environment (the ROCm container, a GPU box with torch and triton already
+installed) and installs nothing into it except the suite itself in editable mode.
+
+On a machine without a GPU, ``test`` builds a virtualenv with the CPU build of torch 2.13.0 and
+triton >= 3.8, whose interpreter (``TRITON_INTERPRET=1``) runs ``tl.dot_scaled``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # nox itself depends on tomli before 3.11
+    import tomli as tomllib
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.sessions = ["test"]
+nox.options.reuse_existing_virtualenvs = True
+
+# The CPU build of torch 2.13.0 is what these machines cache; an unpinned torch pulls a
+# multi-gigabyte CUDA build. Triton >= 3.8 is the first whose interpreter runs dot_scaled.
+CPU_TORCH = "torch==2.13.0"
+CPU_TRITON = "triton>=3.8,<3.10"
+
+
+def _has_gpu() -> bool:
+    return bool(shutil.which("nvidia-smi") or os.path.exists("/dev/kfd"))
+
+
+def _extra_requirements(*extras: str) -> list[str]:
+    """The requirements of the given optional-dependency groups, read from pyproject.toml."""
+    with open("pyproject.toml", "rb") as f:
+        optional = tomllib.load(f)["project"]["optional-dependencies"]
+    return [req for extra in extras for req in optional[extra]]
+
+
+def _install(session: nox.Session, *extras: str) -> None:
+    """Install the suite (editable) with ``extras``; torch/triton only inside a fresh venv."""
+    if session.venv_backend == "none":
+        # --no-venv: the environment owns torch and triton (the ROCm container ships triton under
+        # another distribution name). Never let pip resolve them: install the suite without its
+        # dependencies, and the extras' requirements by name.
+        session.install("--no-deps", "-e", ".")
+    else:
+        if not _has_gpu():
+            session.install(CPU_TORCH, CPU_TRITON)
+        session.install("-e", ".")
+    if extras:
+        session.install(*_extra_requirements(*extras))
+
+
+@nox.session
+def test(session: nox.Session) -> None:
+    """Correctness tests (everything but benchmarks). On a CPU, Triton runs in its interpreter."""
+    _install(session, "test", "perf", "container", "isa")
+    session.run("pytest", "-m", "not bench", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff (lint + format check), hadolint on the Dockerfile, actionlint and check-jsonschema on
+    the workflows."""
+    session.install(*_extra_requirements("lint"))
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("hadolint", "docker/Dockerfile")
+    session.run("actionlint", "-config-file", ".github/actionlint.yaml")
+    session.run(
+        "check-jsonschema",
+        "--builtin-schema",
+        "vendor.github-workflows",
+        *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")),
+    )
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build the native split-K reducer ahead of time (hipcc on ROCm, nvcc on CUDA)."""
+    _install(session)
+    session.run("python", "-m", "kernels.reducer.build", *session.posargs)
+
+
+@nox.session
+def isa(session: nox.Session) -> None:
+    """Static gfx950 and sm90 gate: compile every shipped config and compare with the baseline."""
+    _install(session, "perf", "isa")
+    for target in ("gfx950", "sm90"):
+        session.run(
+            "python",
+            "-m",
+            "perfgate",
+            "isa",
+            "--target",
+            target,
+            "--check",
+            f"perf_baselines/isa/{target}.json",
+            *session.posargs,
+        )
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmark on this GPU and gate against this device's stored baseline (no GPU: exit 0)."""
+    _install(session, "test", "perf")
+    session.run("python", "-m", "perfgate", "bench", *session.posargs)
+
+
+@nox.session
+def update_baselines(session: nox.Session) -> None:
+    """Rewrite this device's baselines (``-- --isa`` rewrites the static ISA baselines instead)."""
+    _install(session, "test", "perf", "isa")
+    session.run("python", "-m", "perfgate", "update-baselines", *session.posargs)
+
+
+@nox.session
+def container(session: nox.Session) -> None:
+    """Build the ROCm image with the Docker SDK and run ``nox --no-venv -s <session>`` inside."""
+    _install(session, "container")
+    session.run("python", "-m", "perfgate", "container", *session.posargs)

@@ -1,0 +1,74 @@
+"""Suite-wide pytest setup: interpreter mode, hypothesis profiles, the GPU policy.
+
+- Without a GPU, ``TRITON_INTERPRET=1`` is set here, before anything imports triton, so Triton
+  kernels run on CPU tensors in the interpreter.
+- Hypothesis profiles: ``ci`` (derandomized, the default under ``CI``), ``dev`` (the default
+  elsewhere) and ``thorough`` (nightly on a GPU). Pick one with ``--hypothesis-profile``.
+- ``PERFGATE_REQUIRE_GPU=1`` (set by the GPU workflow) turns a missing GPU into a session error,
+  so a GPU job can never pass by skipping every GPU test.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    max_examples=25,
+    deadline=None,
+    print_blob=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", max_examples=50, deadline=None, print_blob=True)
+settings.register_profile(
+    "thorough",
+    max_examples=1000,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+GPU = torch.cuda.is_available()
+HIP = torch.version.hip is not None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0") and not GPU:
+        raise pytest.UsageError(
+            "PERFGATE_REQUIRE_GPU is set but torch sees no GPU "
+            f"(torch {torch.__version__}, hip={torch.version.hip}, cuda={torch.version.cuda}); "
+            "refusing to run a GPU job that would skip every GPU test"
+        )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/perf" in item.nodeid.replace(os.sep, "/"):
+            item.add_marker(pytest.mark.bench)
+        if item.get_closest_marker("gpu") and not GPU:
+            item.add_marker(pytest.mark.skip(reason="needs a GPU (torch.cuda.is_available() is False)"))
+        if item.get_closest_marker("gfx950") and not (GPU and HIP and _arch() == "gfx950"):
+            item.add_marker(pytest.mark.skip(reason="needs an AMD gfx950 GPU"))
+
+
+def _arch() -> str:
+    from kernels.device import device_info
+
+    return device_info().arch
+
+
+@pytest.fixture(scope="session")
+def device() -> torch.device:
+    """The device the kernel tests run on: the GPU, or the CPU under the Triton interpreter."""
+    return torch.device("cuda") if GPU else torch.device("cpu")
