@@ -1,0 +1,54 @@
+"""Ahead-of-time compilation of the suite's Triton kernels for a named target, without a GPU.
+
+``triton.compile`` with an explicit ``GPUTarget`` builds AMD gfx950 ISA or NVIDIA PTX/SASS on a
+CPU-only machine. The static ISA gate (``perfgate isa``) and the gfx950 tests compile through
+:class:`CompileSpec`, which the kernel modules produce (``kernels.gemm.compile_specs`` and
+``kernels.splitk.compile_specs``), so the gate always compiles exactly what the launchers run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# target name -> (backend, arch, warp size) for triton.backends.compiler.GPUTarget
+TARGETS: dict[str, tuple[str, Any, int]] = {
+    "gfx950": ("hip", "gfx950", 64),
+    "sm90": ("cuda", 90, 32),
+}
+
+
+def gpu_target(target: str):
+    """The ``GPUTarget`` for a target name (``gfx950`` or ``sm90``)."""
+    from triton.backends.compiler import GPUTarget
+
+    if target not in TARGETS:
+        raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
+    return GPUTarget(*TARGETS[target])
+
+
+@dataclass(frozen=True)
+class CompileSpec:
+    """One kernel specialisation: what to compile and the config it stands for."""
+
+    name: str  # kernel family, e.g. "gemm_a16wfp4" or "splitk_reduce"
+    fn: Any  # the @triton.jit function
+    signature: dict[str, str]  # arg name -> triton type ("*bf16", "i32", "constexpr", ...)
+    constexprs: dict[str, Any]
+    num_warps: int = 4
+    num_stages: int = 2
+    config: dict[str, Any] = field(default_factory=dict)  # human-readable label of the config
+
+    @property
+    def label(self) -> str:
+        cfg = ",".join(f"{k}={v}" for k, v in self.config.items())
+        return f"{self.name}[{cfg}]"
+
+    def compile(self, target: str):
+        """Compile for ``target``; returns triton's CompiledKernel (``.asm`` has the ISA)."""
+        import triton
+        from triton.compiler import ASTSource
+
+        src = ASTSource(self.fn, self.signature, self.constexprs)
+        options = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        return triton.compile(src, target=gpu_target(target), options=options)
