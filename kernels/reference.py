@@ -1,0 +1,141 @@
+"""Task-faithful inputs, the reference GEMM, and the leaderboard's pass rule.
+
+``reference_gemm`` is the suite's single source of truth for the GEMM: it quantizes A with the
+oracle (:mod:`kernels.mxfp4`), dequantizes both operands exactly, multiplies and accumulates in
+float64, and rounds once to bf16 (round-to-nearest-even from float64, not through fp32, so the
+only error is the float64 accumulation: relative 2**-53 per add, far below half a bf16 ulp).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from kernels.layout import shuffle_scales, shuffle_weight, unshuffle_scales, unshuffle_weight
+from kernels.mxfp4 import as_uint8, dequantize_mxfp4, quantize_mxfp4
+
+LEADERBOARD_ATOL = 1e-2
+LEADERBOARD_RTOL = 1e-2
+
+
+def generate_input(m: int, n: int, k: int, seed: int, device: str | torch.device | None = None):
+    """The leaderboard tuple ``(A, B, B_q, B_shuffle, B_scale_sh)``, built as the task builds it.
+
+    A (M, K) and then B (N, K) are drawn as bf16 ``randn`` from one generator seeded with
+    ``seed`` on ``device``; B is quantized with the oracle, its bytes shuffled (16,16) and its
+    scales padded and shuffled. Packed fp4 and E8M0 tensors are returned as uint8 (Triton rejects
+    torch's float4/float8 views; every function here accepts both). The scale padding, left
+    uninitialised upstream, is the E8M0 NaN (see :mod:`kernels.layout`).
+    """
+    for name, v in (("m", m), ("n", n), ("k", k), ("seed", seed)):
+        if not isinstance(v, int) or isinstance(v, bool):
+            raise TypeError(f"{name} must be an int, got {type(v).__name__}")
+    if m < 1 or n < 1 or k < 1:
+        raise ValueError(f"m, n, k must be >= 1, got m={m}, n={n}, k={k}")
+    if k % 64:
+        raise ValueError(f"k must be a multiple of 64 (the task asserts K % 64 == 0), got {k}")
+    if n % 16:
+        raise ValueError(f"n must be a multiple of 16 (the (16,16) weight shuffle), got {n}")
+    device = torch.device(device if device is not None else "cpu")
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    a = torch.randn((m, k), dtype=torch.bfloat16, device=device, generator=gen)
+    b = torch.randn((n, k), dtype=torch.bfloat16, device=device, generator=gen)
+    b_q, b_scale = quantize_mxfp4(b)
+    return a, b, b_q, shuffle_weight(b_q), shuffle_scales(b_scale)
+
+
+def round_to_bf16(x: torch.Tensor) -> torch.Tensor:
+    """Round float64 ``x`` to bf16 once, with round-to-nearest-even.
+
+    torch converts float64 to bf16 through fp32, which rounds twice. Rounding to fp32 with
+    round-to-odd first keeps enough sticky information (29 spare bits) that the second rounding
+    is exactly the single RNE rounding of the float64 value.
+    """
+    f = x.to(torch.float32)
+    inexact = (f.to(torch.float64) != x) & torch.isfinite(f)
+    # truncate toward zero: step back one ulp where RNE rounded away from zero
+    away = inexact & (f.to(torch.float64).abs() > x.abs())
+    bits = f.view(torch.int32)
+    bits = torch.where(away, bits - 1, bits)  # same sign, magnitude one ulp smaller
+    bits = torch.where(inexact, bits | 1, bits)  # round-to-odd: set the sticky bit
+    return bits.view(torch.float32).to(torch.bfloat16)
+
+
+def dequantized_weight(b_shuffle: torch.Tensor, b_scale_sh: torch.Tensor, k: int) -> torch.Tensor:
+    """The exact float64 (N, K) weight that the shuffled operands encode."""
+    n = b_shuffle.shape[0]
+    b_q = unshuffle_weight(as_uint8(b_shuffle, "B_shuffle"))
+    b_scale = unshuffle_scales(as_uint8(b_scale_sh, "B_scale_sh"), n, k)
+    return dequantize_mxfp4(b_q, b_scale, torch.float64)
+
+
+def reference_gemm(a: torch.Tensor, b_shuffle: torch.Tensor, b_scale_sh: torch.Tensor) -> torch.Tensor:
+    """bf16 (M, N) = quantize(A) @ B^T with float64 accumulation and one rounding to bf16."""
+    if not isinstance(a, torch.Tensor) or a.dtype != torch.bfloat16 or a.dim() != 2:
+        raise TypeError(f"A must be a 2-D bfloat16 tensor, got {getattr(a, 'dtype', type(a))}")
+    m, k = a.shape
+    if b_shuffle.dim() != 2 or b_shuffle.shape[1] * 2 != k:
+        raise ValueError(
+            f"B_shuffle must be (N, K/2) = (N, {k // 2}) for A of shape {tuple(a.shape)}, "
+            f"got {tuple(b_shuffle.shape)}"
+        )
+    a_q, a_scale = quantize_mxfp4(a)
+    a64 = dequantize_mxfp4(a_q, a_scale, torch.float64)
+    b64 = dequantized_weight(b_shuffle, b_scale_sh, k)
+    return round_to_bf16(a64 @ b64.T)
+
+
+@dataclass(frozen=True)
+class LeaderboardReport:
+    """Outcome of the leaderboard's check, with enough detail to debug a failure."""
+
+    passed: bool
+    total: int
+    mismatches: int
+    nonfinite_mismatches: int  # NaN/Inf where the reference has none, or the other way round
+    worst_index: tuple[int, ...] | None  # where |out - ref| most exceeds its tolerance
+    worst_out: float | None
+    worst_ref: float | None
+    worst_excess: float | None  # |out - ref| - tolerance at worst_index
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+    def __str__(self) -> str:
+        if self.passed:
+            return f"leaderboard check passed: {self.total} elements within 1e-2 + 1e-2*|ref|"
+        return (
+            f"leaderboard check FAILED: {self.mismatches}/{self.total} elements out of tolerance "
+            f"({self.nonfinite_mismatches} NaN/Inf mismatches); worst at {self.worst_index}: "
+            f"out={self.worst_out!r} ref={self.worst_ref!r} exceeds tolerance by {self.worst_excess!r}"
+        )
+
+
+def check_leaderboard(out: torch.Tensor, ref: torch.Tensor) -> LeaderboardReport:
+    """The task's pass rule: every element within ``1e-2 + 1e-2*|ref|``; NaN and Inf must match."""
+    if out.shape != ref.shape:
+        raise ValueError(f"out has shape {tuple(out.shape)} but ref has {tuple(ref.shape)}")
+    o, r = out.detach().to(torch.float64).cpu(), ref.detach().to(torch.float64).cpu()
+    tol = LEADERBOARD_ATOL + LEADERBOARD_RTOL * r.abs()
+    same_nonfinite = (torch.isnan(o) & torch.isnan(r)) | (torch.isinf(o) & (o == r))
+    finite_both = torch.isfinite(o) & torch.isfinite(r)
+    excess = torch.where(finite_both, (o - r).abs() - tol, torch.inf)
+    excess = torch.where(same_nonfinite, -torch.inf, excess)
+    bad = excess > 0
+    mismatches = int(bad.sum())
+    if mismatches == 0:
+        return LeaderboardReport(True, o.numel(), 0, 0, None, None, None, None)
+    flat = int(torch.argmax(excess).item())
+    idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), o.shape))
+    return LeaderboardReport(
+        passed=False,
+        total=o.numel(),
+        mismatches=mismatches,
+        nonfinite_mismatches=int((bad & ~finite_both).sum()),
+        worst_index=idx,
+        worst_out=float(o[idx]),
+        worst_ref=float(r[idx]),
+        worst_excess=float(excess[idx]),
+    )
