@@ -1,0 +1,201 @@
+"""Baseline and result files: pytest-benchmark JSON with a perfgate fingerprint, validated.
+
+A file is what ``pytest --benchmark-json=FILE --benchmark-save-data`` writes (so each benchmark's
+``stats.data`` holds the per-round samples, in seconds of device time), with
+``machine_info["perfgate"]`` added by perfgate's timing plugin (docs/CONTRACTS.md):
+
+    {"schema": 1, "device_key": "nvidia-h200", "mode": "device" | "leaderboard",
+     "fingerprint": {gpu_name, arch, compute_units, driver, runtime, torch, triton,
+                     git_commit, clocks}}
+
+``load`` refuses anything a comparison could not trust: a corrupt or incomplete baseline must
+stop the gate (exit 2), never pass it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+SCHEMA = 1
+MODES = ("device", "leaderboard")
+FINGERPRINT_KEYS = (
+    "gpu_name",
+    "arch",
+    "compute_units",
+    "driver",
+    "runtime",
+    "torch",
+    "triton",
+    "git_commit",
+    "clocks",
+)
+
+
+class BaselineError(Exception):
+    """A baseline or result file that cannot be used; the message is one line naming the file."""
+
+
+def load(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read and validate a pytest-benchmark JSON file with a perfgate block; return it as is."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BaselineError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise BaselineError(f"{path}: is a directory, expected a JSON file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BaselineError(f"{path}: cannot read: {_one_line(exc)}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BaselineError(
+            f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    _validate(path, data)
+    return data
+
+
+def _validate(path: Path, data: Any) -> None:
+    def fail(problem: str) -> BaselineError:
+        return BaselineError(f"{path}: {problem}")
+
+    if not isinstance(data, dict):
+        raise fail(f"top level is a JSON {_json_type(data)}, expected an object")
+    _validate_perfgate(fail, data.get("machine_info"))
+    benchmarks = data.get("benchmarks")
+    if not isinstance(benchmarks, list) or not benchmarks:
+        raise fail("'benchmarks' must be a non-empty list (did the benchmark run select anything?)")
+    seen: set[str] = set()
+    for i, bench in enumerate(benchmarks):
+        if not isinstance(bench, dict):
+            raise fail(f"benchmarks[{i}] is a JSON {_json_type(bench)}, expected an object")
+        name = bench.get("fullname")
+        if not isinstance(name, str) or not name:
+            raise fail(f"benchmarks[{i}] has no 'fullname' string")
+        if name in seen:
+            raise fail(f"duplicate benchmark fullname {name!r}")
+        seen.add(name)
+        _validate_samples(fail, name, bench.get("stats"))
+
+
+def _validate_perfgate(fail, machine_info: Any) -> None:
+    if not isinstance(machine_info, dict):
+        raise fail("no 'machine_info' object")
+    block = machine_info.get("perfgate")
+    if not isinstance(block, dict):
+        raise fail(
+            "no machine_info.perfgate block (device key, timing mode, fingerprint); "
+            "record with perfgate's timing plugin"
+        )
+    schema = block.get("schema")
+    if isinstance(schema, bool) or schema != SCHEMA:
+        raise fail(f"machine_info.perfgate.schema is {schema!r}, this perfgate reads {SCHEMA}")
+    key = block.get("device_key")
+    if not isinstance(key, str) or not key:
+        raise fail("machine_info.perfgate.device_key must be a non-empty string")
+    mode = block.get("mode")
+    if mode not in MODES:
+        raise fail(f"machine_info.perfgate.mode is {mode!r}, expected one of {', '.join(MODES)}")
+    fp = block.get("fingerprint")
+    if not isinstance(fp, dict):
+        raise fail("machine_info.perfgate.fingerprint must be an object")
+    absent = [k for k in FINGERPRINT_KEYS if k not in fp]
+    if absent:
+        raise fail(f"machine_info.perfgate.fingerprint lacks {', '.join(absent)}")
+
+
+def _validate_samples(fail, name: str, stats: Any) -> None:
+    if not isinstance(stats, dict):
+        raise fail(f"benchmark {name!r} has no 'stats' object")
+    samples = stats.get("data")
+    if samples is None:
+        raise fail(
+            f"benchmark {name!r} has no stats.data (per-round samples); "
+            "record with --benchmark-save-data"
+        )
+    if not isinstance(samples, list) or not samples:
+        raise fail(f"benchmark {name!r}: stats.data must be a non-empty list of seconds")
+    for j, x in enumerate(samples):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+            raise fail(
+                f"benchmark {name!r}: stats.data[{j}] is {x!r}; samples must be finite seconds > 0"
+            )
+    rounds = stats.get("rounds")
+    if rounds is not None and rounds != len(samples):
+        raise fail(
+            f"benchmark {name!r}: stats.rounds is {rounds!r} but stats.data holds "
+            f"{len(samples)} samples (truncated file?)"
+        )
+
+
+def perfgate_block(data: dict[str, Any]) -> dict[str, Any]:
+    """``machine_info["perfgate"]`` of a loaded file."""
+    return data["machine_info"]["perfgate"]
+
+
+def device_key(data: dict[str, Any]) -> str:
+    """The device key of a loaded file, e.g. ``nvidia-h200``."""
+    return perfgate_block(data)["device_key"]
+
+
+def mode(data: dict[str, Any]) -> str:
+    """The timing mode of a loaded file: ``device`` or ``leaderboard``."""
+    return perfgate_block(data)["mode"]
+
+
+def fingerprint(data: dict[str, Any]) -> dict[str, Any]:
+    """The environment fingerprint of a loaded file."""
+    return perfgate_block(data)["fingerprint"]
+
+
+def samples(data: dict[str, Any]) -> dict[str, list[float]]:
+    """Per-round samples of a loaded file by benchmark fullname, in file order."""
+    return {b["fullname"]: [float(x) for x in b["stats"]["data"]] for b in data["benchmarks"]}
+
+
+def write_atomic(path: str | os.PathLike[str], data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` atomically (a reader sees the old file or the new one).
+
+    NaN and infinity are refused (``ValueError``): they are not JSON, and a baseline holding
+    them would fail ``load`` later instead of now.
+    """
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    write_text_atomic(path, text)
+
+
+def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8) to ``path`` atomically, creating parent directories."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # The temporary file lives in the target directory so that os.replace is a rename within one
+    # file system, which POSIX and Windows make atomic.
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        # mkstemp makes the file private (0600); keep the permissions of the file it replaces.
+        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
+        type(value), "null" if value is None else "number"
+    )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())

@@ -1,0 +1,323 @@
+"""``python -m perfgate compare BASELINE.json CURRENT.json``: the statistical regression gate.
+
+Benchmarks are matched by ``fullname``; each gets one verdict (``regression``, ``improvement``,
+``unchanged``, ``inconclusive`` from :mod:`perfgate.stats`; ``new`` when only in CURRENT,
+``missing`` when only in BASELINE).
+
+Exit codes:
+  0  no regression (improvements, inconclusive and new benchmarks do not fail the gate);
+  1  at least one regression, or a benchmark missing from CURRENT (a benchmark that silently
+     disappears would otherwise hide its own regression; ``--allow-missing`` accepts it);
+  2  unusable input, with a one-line reason on stderr: a missing/corrupt/incomplete file, a
+     different device (device key, architecture or compute-unit count), or a different timing
+     mode (``device`` vs ``leaderboard`` time are different quantities).
+
+Other fingerprint differences (GPU name, driver, runtime, torch, triton, clocks) are printed as a
+loud warning, and included in the markdown and JSON reports, but do not change the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfgate import baseline as bl
+from perfgate.stats import (
+    DEFAULT_ALPHA,
+    DEFAULT_MIN_EFFECT,
+    DEFAULT_MIN_SAMPLES,
+    DEFAULT_NOISE_FACTOR,
+    DEFAULT_RESAMPLES,
+)
+
+# Fingerprint fields that define the device: a difference means the timings are not comparable.
+_DEVICE_FIELDS = ("arch", "compute_units")
+# Expected to differ (that is the point of comparing); reported as a note, not a warning.
+_CODE_FIELDS = ("git_commit",)
+
+
+class InputError(Exception):
+    """Inputs that cannot be compared; the message is one line."""
+
+
+def compare_files(
+    baseline: str | Path,
+    current: str | Path,
+    *,
+    json_out: str | Path | None = None,
+    markdown_out: str | Path | None = None,
+    min_effect: float = DEFAULT_MIN_EFFECT,
+    alpha: float = DEFAULT_ALPHA,
+    noise_factor: float = DEFAULT_NOISE_FACTOR,
+    min_samples: int = DEFAULT_MIN_SAMPLES,
+    n_resamples: int = DEFAULT_RESAMPLES,
+    allow_missing: bool = False,
+    console=None,
+) -> int:
+    """Compare two result files, print the report, write the requested outputs; the exit code."""
+    from perfgate.stats import Settings
+
+    # Bad settings are the caller's bug, not bad input: let ValueError/TypeError through.
+    settings = Settings(
+        alpha=alpha,
+        min_effect=min_effect,
+        noise_factor=noise_factor,
+        min_samples=min_samples,
+        n_resamples=n_resamples,
+    )
+    try:
+        report = build_report(baseline, current, settings, allow_missing=allow_missing)
+    except (bl.BaselineError, InputError) as exc:
+        print(f"perfgate compare: error: {exc}", file=sys.stderr)
+        return 2
+
+    from perfgate.report import render_console, render_markdown
+
+    if console is None:
+        from rich.console import Console
+
+        console = Console()
+        if not console.is_terminal:
+            # CI logs: rich would assume 80 columns and fold every benchmark name.
+            console = Console(width=160)
+    render_console(report, console)
+    try:
+        if json_out is not None:
+            bl.write_atomic(json_out, report.to_json())
+        if markdown_out is not None:
+            bl.write_text_atomic(markdown_out, render_markdown(report))
+    except OSError as exc:
+        print(f"perfgate compare: error: cannot write the report: {exc}", file=sys.stderr)
+        return 2
+    return report.exit_code
+
+
+def build_report(baseline: str | Path, current: str | Path, settings, *, allow_missing: bool):
+    """Load, check and compare the two files; raises BaselineError/InputError if unusable."""
+    from perfgate.report import MISSING, NEW, Report
+
+    base_data = bl.load(baseline)
+    cur_data = bl.load(current)
+    _check_comparable(baseline, base_data, current, cur_data)
+    warnings, notes = _fingerprint_differences(bl.fingerprint(base_data), bl.fingerprint(cur_data))
+
+    base_samples = bl.samples(base_data)
+    cur_samples = bl.samples(cur_data)
+    rows = [
+        _row(name, base_samples[name], cur_samples[name], settings)
+        if name in cur_samples
+        else _lonely_row(name, MISSING, base_samples[name])
+        for name in base_samples
+    ]
+    rows += [
+        _lonely_row(name, NEW, cur_samples[name])
+        for name in cur_samples
+        if name not in base_samples
+    ]
+    verdicts = {r.verdict for r in rows}
+    failed = "regression" in verdicts or (MISSING in verdicts and not allow_missing)
+    return Report(
+        baseline_path=str(baseline),
+        current_path=str(current),
+        device_key=bl.device_key(cur_data),
+        mode=bl.mode(cur_data),
+        rows=rows,
+        exit_code=1 if failed else 0,
+        settings={
+            "alpha": settings.alpha,
+            "confidence": settings.confidence,
+            "min_effect": settings.min_effect,
+            "noise_factor": settings.noise_factor,
+            "min_samples": settings.min_samples,
+            "n_resamples": settings.n_resamples,
+            "seed": settings.seed,
+            "allow_missing": allow_missing,
+        },
+        warnings=warnings,
+        notes=notes,
+    )
+
+
+def _check_comparable(base_path, base: dict, cur_path, cur: dict) -> None:
+    base_key, cur_key = bl.device_key(base), bl.device_key(cur)
+    if base_key != cur_key:
+        raise InputError(
+            f"device mismatch: {base_path} was recorded on {base_key!r}, {cur_path} on "
+            f"{cur_key!r}; compare against perf_baselines/{cur_key}/ instead"
+        )
+    base_fp, cur_fp = bl.fingerprint(base), bl.fingerprint(cur)
+    for field in _DEVICE_FIELDS:
+        if base_fp[field] != cur_fp[field]:
+            raise InputError(
+                f"device mismatch: fingerprint.{field} is {base_fp[field]!r} in {base_path} but "
+                f"{cur_fp[field]!r} in {cur_path} (same device key {cur_key!r}; a partitioned or "
+                "different GPU?); re-record the baseline on this device"
+            )
+    base_mode, cur_mode = bl.mode(base), bl.mode(cur)
+    if base_mode != cur_mode:
+        raise InputError(
+            f"timing mode mismatch: {base_path} holds {base_mode!r} times, {cur_path} "
+            f"{cur_mode!r} times; they measure different things, compare like with like"
+        )
+
+
+def _fingerprint_differences(base: dict[str, Any], cur: dict[str, Any]) -> tuple[list, list]:
+    """(warnings, notes): environment differences, and the code versions compared."""
+    flat_base, flat_cur = _flatten(base), _flatten(cur)
+    warnings, notes = [], []
+    for key in sorted(flat_base.keys() | flat_cur.keys()):
+        old = flat_base.get(key, "(absent)")
+        new = flat_cur.get(key, "(absent)")
+        if key in _CODE_FIELDS:
+            notes.append(f"{key}: baseline {old} → current {new}")
+        elif old != new:
+            warnings.append(f"{key}: baseline {old!r} → current {new!r}")
+    return warnings, notes
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested fingerprint fields as dotted keys, so that a warning names the exact field."""
+    out: dict[str, Any] = {}
+    for key, value in d.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value:
+            out.update(_flatten(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def _row(name: str, base: list[float], cur: list[float], settings):
+    import numpy as np
+
+    from perfgate.report import Row
+    from perfgate.stats import compare_samples
+
+    res = compare_samples(base, cur, settings)
+    return Row(
+        name=name,
+        verdict=res.verdict,
+        reason=res.reason,
+        ratio=res.ratio,
+        ci_low=res.ci_low,
+        ci_high=res.ci_high,
+        p_value=res.p_value,
+        threshold=res.threshold,
+        noise=res.noise,
+        baseline_median=float(np.median(base)),
+        current_median=float(np.median(cur)),
+        n_baseline=res.n_base,
+        n_current=res.n_cur,
+    )
+
+
+def _lonely_row(name: str, verdict: str, samples: list[float]):
+    """A benchmark on one side only: its median and count, no statistics."""
+    import numpy as np
+
+    from perfgate.report import MISSING, Row
+
+    median = float(np.median(samples))
+    if verdict == MISSING:
+        return Row(
+            name,
+            verdict,
+            "in the baseline but not in the current run",
+            baseline_median=median,
+            n_baseline=len(samples),
+        )
+    return Row(
+        name,
+        verdict,
+        "not in the baseline; record it with update_baselines",
+        current_median=median,
+        n_current=len(samples),
+    )
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "compare",
+        help="statistical regression gate: compare two pytest-benchmark JSON files",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("baseline", metavar="BASELINE.json", help="the stored baseline")
+    parser.add_argument("current", metavar="CURRENT.json", help="this run's results")
+    parser.add_argument("--json", dest="json_out", metavar="OUT", help="write the report as JSON")
+    parser.add_argument(
+        "--markdown",
+        dest="markdown_out",
+        metavar="OUT",
+        help="write the report as GitHub markdown (a PR comment, $GITHUB_STEP_SUMMARY)",
+    )
+    parser.add_argument(
+        "--min-effect",
+        type=float,
+        default=DEFAULT_MIN_EFFECT,
+        metavar="FRACTION",
+        help=f"smallest change that counts, as a fraction (default {DEFAULT_MIN_EFFECT})",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=float,
+        default=DEFAULT_ALPHA,
+        help=f"per-benchmark significance level of the rank test (default {DEFAULT_ALPHA})",
+    )
+    parser.add_argument(
+        "--noise-factor",
+        type=float,
+        default=DEFAULT_NOISE_FACTOR,
+        metavar="K",
+        help=f"threshold = max(min effect, K x robust noise) (default {DEFAULT_NOISE_FACTOR:g})",
+    )
+    parser.add_argument(
+        "--min-samples",
+        type=int,
+        default=DEFAULT_MIN_SAMPLES,
+        metavar="N",
+        help=f"fewer samples a side is inconclusive (default {DEFAULT_MIN_SAMPLES})",
+    )
+    parser.add_argument(
+        "--resamples",
+        type=int,
+        default=DEFAULT_RESAMPLES,
+        metavar="N",
+        help=f"bootstrap resamples per benchmark (default {DEFAULT_RESAMPLES})",
+    )
+    parser.add_argument(
+        "--allow-missing",
+        action="store_true",
+        help="a benchmark in the baseline but not in the current run does not fail the gate",
+    )
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from perfgate.stats import Settings
+
+    try:  # bad option values are unusable input: one line, exit 2
+        Settings(
+            alpha=args.alpha,
+            min_effect=args.min_effect,
+            noise_factor=args.noise_factor,
+            min_samples=args.min_samples,
+            n_resamples=args.resamples,
+        )
+    except (ValueError, TypeError) as exc:
+        print(f"perfgate compare: error: {exc}", file=sys.stderr)
+        return 2
+    return compare_files(
+        args.baseline,
+        args.current,
+        json_out=args.json_out,
+        markdown_out=args.markdown_out,
+        min_effect=args.min_effect,
+        alpha=args.alpha,
+        noise_factor=args.noise_factor,
+        min_samples=args.min_samples,
+        n_resamples=args.resamples,
+        allow_missing=args.allow_missing,
+    )

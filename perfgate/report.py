@@ -1,0 +1,261 @@
+"""The comparison report: its rows, and its three renderings (rich table, markdown, JSON).
+
+``compare`` builds a :class:`Report`; this module only presents it. The markdown is written for a
+PR comment or ``$GITHUB_STEP_SUMMARY``: a headline, the environment warnings, the rows that need a
+look, and the unchanged rows folded away (a grid of thousands of benchmarks would otherwise
+exceed GitHub's comment size).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+NEW = "new"
+MISSING = "missing"
+# Severity order: the order of the headline and of the table rows.
+VERDICTS = ("regression", "missing", "inconclusive", "improvement", "new", "unchanged")
+_PLURAL = {"regression": "regressions", "improvement": "improvements"}
+_STYLE = {
+    "regression": "bold red",
+    "missing": "bold magenta",
+    "inconclusive": "yellow",
+    "improvement": "green",
+    "new": "cyan",
+    "unchanged": "dim",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One benchmark's line. Statistics are ``None`` for ``new``/``missing`` and where too few
+    samples make them meaningless; ratios are current/baseline medians (> 1 is slower)."""
+
+    name: str
+    verdict: str
+    reason: str
+    ratio: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    p_value: float | None = None
+    threshold: float | None = None
+    noise: float | None = None
+    baseline_median: float | None = None
+    current_median: float | None = None
+    n_baseline: int | None = None
+    n_current: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise ValueError(f"verdict must be one of {VERDICTS}, got {self.verdict!r}")
+
+
+@dataclass(frozen=True)
+class Report:
+    baseline_path: str
+    current_path: str
+    device_key: str
+    mode: str
+    rows: list[Row]
+    exit_code: int
+    settings: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)  # environment differences: shown loudly
+    notes: list[str] = field(default_factory=list)  # context, e.g. the two git commits
+
+    def counts(self) -> Counter[str]:
+        return Counter(row.verdict for row in self.rows)
+
+    def sorted_rows(self) -> list[Row]:
+        return sorted(self.rows, key=lambda r: (VERDICTS.index(r.verdict), r.name))
+
+    def headline(self) -> str:
+        """E.g. ``FAIL: 2 regressions, 1 improvement, 40 unchanged``."""
+        counts = self.counts()
+        parts = [
+            f"{counts[v]} {_PLURAL.get(v, v) if counts[v] != 1 else v}"
+            for v in VERDICTS
+            if counts[v]
+        ]
+        status = "PASS" if self.exit_code == 0 else "FAIL"
+        return f"{status}: {', '.join(parts)}"
+
+    def to_json(self) -> dict[str, Any]:
+        counts = self.counts()
+        return {
+            "benchmarks": [
+                {
+                    "name": r.name,
+                    "verdict": r.verdict,
+                    "ratio": _finite(r.ratio),
+                    "ci_low": _finite(r.ci_low),
+                    "ci_high": _finite(r.ci_high),
+                    "p_value": _finite(r.p_value),
+                    "threshold": _finite(r.threshold),
+                    "noise": _finite(r.noise),
+                    "baseline_median": _finite(r.baseline_median),
+                    "current_median": _finite(r.current_median),
+                    "n_baseline": r.n_baseline,
+                    "n_current": r.n_current,
+                    "reason": r.reason,
+                }
+                for r in self.sorted_rows()
+            ],
+            "summary": {
+                "headline": self.headline(),
+                "exit_code": self.exit_code,
+                "counts": {v: counts[v] for v in VERDICTS},
+                "baseline": self.baseline_path,
+                "current": self.current_path,
+                "device_key": self.device_key,
+                "mode": self.mode,
+                "warnings": list(self.warnings),
+                "notes": list(self.notes),
+                "settings": dict(self.settings),
+            },
+        }
+
+
+def render_console(report: Report, console) -> None:
+    """Print the report to a ``rich.console.Console``: warnings first, in a panel, then the table."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    if report.warnings:
+        console.print(
+            Panel(
+                "\n".join(report.warnings),
+                title="WARNING: the environment differs from the baseline's",
+                subtitle="timings may differ for reasons other than the code",
+                border_style="bold yellow",
+            )
+        )
+    level = report.settings.get("confidence")
+    table = Table(
+        title=f"perfgate compare: {report.device_key}, {report.mode} mode",
+        caption=_gate_description(report.settings),
+    )
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("benchmark", overflow="fold")
+    table.add_column("change", justify="right")
+    table.add_column(f"{level:.0%} CI" if level else "CI", justify="right")
+    table.add_column("p", justify="right")
+    table.add_column("threshold", justify="right")
+    table.add_column("baseline", justify="right")
+    table.add_column("current", justify="right")
+    table.add_column("n", justify="right")
+    table.add_column("reason", overflow="fold")
+    for row in report.sorted_rows():
+        style = _STYLE[row.verdict]
+        table.add_row(Text(row.verdict, style=style), row.name, *_cells(row), row.reason)
+    console.print(table)
+    for note in report.notes:
+        console.print(note, style="dim", markup=False, highlight=False)
+    console.print(Text(report.headline(), style="bold red" if report.exit_code else "bold green"))
+
+
+def render_markdown(report: Report) -> str:
+    """The report as GitHub-flavoured markdown."""
+    level = report.settings.get("confidence")
+    ci_head = f"{level:.0%} CI" if level else "CI"
+    lines = [
+        f"### perfgate {report.headline()}",
+        "",
+        f"`{report.device_key}`, `{report.mode}` mode: `{_md_code(report.current_path)}` "
+        f"against `{_md_code(report.baseline_path)}`. {_gate_description(report.settings)}",
+        "",
+    ]
+    if report.warnings:
+        lines += ["> [!WARNING]", "> **The environment differs from the baseline's:**"]
+        lines += [f"> - {_md_escape(w)}" for w in report.warnings]
+        lines.append("")
+    lines += [f"- {_md_escape(n)}" for n in report.notes]
+    if report.notes:
+        lines.append("")
+
+    header = [
+        f"| verdict | benchmark | change | {ci_head} | p | threshold | baseline | current | n | reason |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+    ]
+
+    def table(rows: list[Row]) -> list[str]:
+        return header + [
+            f"| **{r.verdict}** | `{_md_code(r.name)}` | "
+            + " | ".join([*_cells(r), _md_escape(r.reason)])
+            + " |"
+            for r in rows
+        ]
+
+    rows = report.sorted_rows()
+    attention = [r for r in rows if r.verdict != "unchanged"]
+    unchanged = [r for r in rows if r.verdict == "unchanged"]
+    if attention:
+        lines += [*table(attention), ""]
+    if unchanged:
+        lines += [
+            "<details>",
+            f"<summary>{len(unchanged)} unchanged</summary>",
+            "",
+            *table(unchanged),
+            "",
+            "</details>",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def _gate_description(settings: dict[str, Any]) -> str:
+    if not settings:
+        return ""
+    return (
+        f"A change counts when a one-sided Mann-Whitney U test gives p < {settings['alpha']:g} "
+        f"and the {settings['confidence']:.0%} bootstrap CI of the median ratio lies beyond "
+        f"max({settings['min_effect']:.1%}, {settings['noise_factor']:g} × noise)."
+    )
+
+
+def _cells(row: Row) -> list[str]:
+    """change, CI, p, threshold, baseline median, current median, samples a side."""
+    ci = "" if row.ci_low is None else f"{_pct(row.ci_low)} … {_pct(row.ci_high)}"
+    n = "/".join("-" if k is None else str(k) for k in (row.n_baseline, row.n_current))
+    return [
+        _pct(row.ratio),
+        ci,
+        "" if row.p_value is None else f"{row.p_value:.2g}",
+        "" if row.threshold is None else f"±{row.threshold:.1%}",
+        _time(row.baseline_median),
+        _time(row.current_median),
+        n,
+    ]
+
+
+def _pct(ratio: float | None) -> str:
+    """A ratio as a signed percent change: 1.0512 -> ``+5.1%``."""
+    return "" if ratio is None else f"{(ratio - 1) * 100:+.1f}%"
+
+
+def _time(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.4g} {unit}"
+    return f"{seconds / 1e-9:.4g} ns"
+
+
+def _finite(x: float | None) -> float | None:
+    # JSON has no NaN or infinity; the stats never produce them, and this asserts so.
+    if x is not None and not math.isfinite(x):
+        raise ValueError(f"non-finite value {x!r} in a report row")
+    return x
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _md_code(text: str) -> str:
+    # Inside a table a pipe ends the cell even within backticks; GFM accepts \| there.
+    return text.replace("`", "'").replace("|", "\\|")

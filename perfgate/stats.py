@@ -1,0 +1,266 @@
+"""The verdict on one benchmark: baseline samples against current samples.
+
+Design (see docs/perfgate-compare.md for the reasoning and the measured error rates):
+
+- **Effect size** is the ratio of medians, ``median(current) / median(baseline)``: > 1 is slower.
+  Medians, not means, because GPU timings have rare large spikes (preemption, clock dips) that move
+  a mean by several percent while leaving the median alone.
+- **Evidence** needs BOTH of
+  (a) a one-sided Mann-Whitney U rank test on the raw samples, p < ``alpha`` (default 0.01), and
+  (b) a seeded percentile-bootstrap confidence interval of the median ratio lying entirely beyond
+      the threshold: ``ci_low > 1 + threshold`` for a regression, ``ci_high < 1 / (1 + threshold)``
+      for an improvement (log-symmetric: swapping baseline and current swaps the two verdicts).
+  The interval is two-sided at level ``1 - 2 * alpha``, so each bound is a one-sided
+  ``1 - alpha`` bound, the same error rate as the rank test.
+- **Threshold** = ``max(min_effect, noise_factor * noise)``, where ``noise`` is the robust
+  relative spread of the samples: ``1.4826 * MAD / median`` (a standard deviation for Gaussian
+  data, blind to rare spikes) of each side, combined as the root mean square of the two sides.
+  ``min_effect`` defaults to 3%, ``noise_factor`` to 2: the within-run spread understates the
+  run-to-run spread of a stored baseline (clocks, thermals, other tenants), so a change must
+  clear twice the per-sample spread before it counts.
+- **Grey zone.** A significant test whose interval straddles the threshold, or an interval too wide
+  to exclude a change beyond the threshold, is ``inconclusive``: rerun with more rounds. So is a
+  side with fewer than ``min_samples`` (default 10) samples: a rank test on fewer samples cannot
+  reach p < 0.01 for realistic shifts, and a median bootstrap on them is lumpy.
+- **Multiple comparisons.** ``alpha`` is per benchmark, with no Bonferroni/Holm correction. The
+  effect threshold, not alpha, is what keeps the family-wise false-alarm rate low: under no change
+  the interval must clear the threshold as well, which a 3% effect on ~1% noise with 30 samples
+  practically never does. A Bonferroni alpha over thousands of grid benchmarks would instead cost
+  the power to see real 5% slowdowns.
+
+Everything is deterministic: the bootstrap is seeded, so the same files give the same verdicts.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+REGRESSION = "regression"
+IMPROVEMENT = "improvement"
+UNCHANGED = "unchanged"
+INCONCLUSIVE = "inconclusive"
+
+DEFAULT_ALPHA = 0.01
+DEFAULT_MIN_EFFECT = 0.03
+DEFAULT_NOISE_FACTOR = 2.0
+DEFAULT_MIN_SAMPLES = 10
+DEFAULT_RESAMPLES = 5000
+DEFAULT_SEED = 0
+
+# 1.4826 * MAD estimates the standard deviation of Gaussian data.
+_MAD_TO_SIGMA = 1.4826
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The knobs of the verdict; the defaults are the documented gate."""
+
+    alpha: float = DEFAULT_ALPHA
+    min_effect: float = DEFAULT_MIN_EFFECT
+    noise_factor: float = DEFAULT_NOISE_FACTOR
+    min_samples: int = DEFAULT_MIN_SAMPLES
+    n_resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+
+    def __post_init__(self) -> None:
+        _check_real("alpha", self.alpha, "a number in (0, 0.5)")
+        if not 0 < self.alpha < 0.5:
+            raise ValueError(f"alpha must be in (0, 0.5), got {self.alpha!r}")
+        _check_real("min_effect", self.min_effect, "a fraction >= 0, e.g. 0.03")
+        if not 0 <= self.min_effect < 1:
+            raise ValueError(f"min_effect must be a fraction in [0, 1), got {self.min_effect!r}")
+        _check_real("noise_factor", self.noise_factor, "a number >= 0")
+        if not 0 <= self.noise_factor < math.inf:
+            raise ValueError(f"noise_factor must be finite and >= 0, got {self.noise_factor!r}")
+        _check_int("min_samples", self.min_samples)
+        if self.min_samples < 3:
+            raise ValueError(f"min_samples must be >= 3, got {self.min_samples!r}")
+        _check_int("n_resamples", self.n_resamples)
+        if self.n_resamples < 100:
+            raise ValueError(f"n_resamples must be >= 100, got {self.n_resamples!r}")
+        _check_int("seed", self.seed)
+
+    @property
+    def confidence(self) -> float:
+        """Two-sided level of the bootstrap interval; each bound is one-sided at 1 - alpha."""
+        return 1 - 2 * self.alpha
+
+
+@dataclass(frozen=True)
+class Result:
+    """The verdict on one benchmark and the numbers behind it.
+
+    ``ratio``/``ci_low``/``ci_high`` are current/baseline median ratios (> 1 is slower);
+    ``p_value`` is the smaller of the two one-sided rank-test p-values; ``threshold`` and
+    ``noise`` are fractions (0.03 is 3%). The statistics are ``None`` where too few samples
+    make them meaningless.
+    """
+
+    verdict: str
+    ratio: float
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    threshold: float
+    noise: float
+    n_base: int
+    n_cur: int
+    reason: str
+
+
+def relative_spread(samples: np.ndarray) -> float:
+    """Robust coefficient of variation: 1.4826 * MAD / median (0 for constant samples)."""
+    med = float(np.median(samples))
+    return _MAD_TO_SIGMA * float(np.median(np.abs(samples - med))) / med
+
+
+def compare_samples(
+    baseline: Sequence[float] | np.ndarray,
+    current: Sequence[float] | np.ndarray,
+    settings: Settings | None = None,
+) -> Result:
+    """The verdict on ``current`` against ``baseline`` (raw per-round times, any one unit)."""
+    settings = Settings() if settings is None else settings
+    if not isinstance(settings, Settings):
+        raise TypeError(
+            f"settings must be a perfgate.stats.Settings, got {type(settings).__name__}"
+        )
+    base = _as_samples("baseline", baseline)
+    cur = _as_samples("current", current)
+
+    ratio = float(np.median(cur) / np.median(base))
+    noise = math.sqrt((relative_spread(base) ** 2 + relative_spread(cur) ** 2) / 2)
+    threshold = max(settings.min_effect, settings.noise_factor * noise)
+
+    def result(verdict: str, reason: str, ci=(None, None), p=None) -> Result:
+        return Result(
+            verdict, ratio, ci[0], ci[1], p, threshold, noise, base.size, cur.size, reason
+        )
+
+    if min(base.size, cur.size) < settings.min_samples:
+        return result(
+            INCONCLUSIVE,
+            f"too few samples ({base.size} baseline, {cur.size} current; need "
+            f">= {settings.min_samples} a side): rerun with more rounds",
+        )
+
+    p_slower, p_faster = _rank_test(base, cur)
+    ci_low, ci_high = _bootstrap_ratio_ci(base, cur, settings)
+    ci = (ci_low, ci_high)
+    p = min(p_slower, p_faster)
+    upper, lower = 1 + threshold, 1 / (1 + threshold)
+    band = f"±{threshold:.1%} threshold"
+
+    if p_slower < settings.alpha and ci_low > upper:
+        return result(REGRESSION, f"slower: CI above +{threshold:.1%}, p={p_slower:.2g}", ci, p)
+    if p_faster < settings.alpha and ci_high < lower:
+        return result(IMPROVEMENT, f"faster: CI below -{threshold:.1%}, p={p_faster:.2g}", ci, p)
+    if lower <= ci_low and ci_high <= upper:
+        return result(UNCHANGED, f"CI within the {band}", ci, p)
+    if p < settings.alpha:
+        return result(
+            INCONCLUSIVE,
+            f"grey zone: significant (p={p:.2g}) but the CI straddles the {band}; "
+            "rerun with more rounds",
+            ci,
+            p,
+        )
+    return result(
+        INCONCLUSIVE,
+        f"too noisy to tell: the CI reaches beyond the {band} without a significant rank test; "
+        "rerun with more rounds",
+        ci,
+        p,
+    )
+
+
+def _rank_test(base: np.ndarray, cur: np.ndarray) -> tuple[float, float]:
+    """One-sided Mann-Whitney U p-values for "current is slower" and "current is faster"."""
+    from scipy.stats import mannwhitneyu
+
+    p_slower = float(mannwhitneyu(cur, base, alternative="greater").pvalue)
+    p_faster = float(mannwhitneyu(cur, base, alternative="less").pvalue)
+    # All samples tied (e.g. a quantised timer): no evidence either way. scipy returns 1 or NaN
+    # depending on version; make it 1 so that NaN never reaches a comparison.
+    return (
+        1.0 if math.isnan(p_slower) else p_slower,
+        1.0 if math.isnan(p_faster) else p_faster,
+    )
+
+
+def _median_ratio(cur: np.ndarray, base: np.ndarray, axis: int) -> np.ndarray:
+    return np.median(cur, axis=axis) / np.median(base, axis=axis)
+
+
+def _bootstrap_ratio_ci(
+    base: np.ndarray, cur: np.ndarray, settings: Settings
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of the median ratio, the two sides resampled independently.
+
+    Percentile rather than BCa: BCa's jackknife acceleration is degenerate for medians of
+    samples with ties, and percentile is what the documented error rates were measured with.
+    """
+    from scipy.stats import bootstrap
+
+    if np.all(base == base[0]) and np.all(cur == cur[0]):
+        # scipy warns on a degenerate (zero-width) distribution; the answer is exact here.
+        r = float(cur[0] / base[0])
+        return r, r
+    res = bootstrap(
+        (cur, base),
+        _median_ratio,
+        n_resamples=settings.n_resamples,
+        vectorized=True,
+        paired=False,
+        confidence_level=settings.confidence,
+        method="percentile",
+        **{_rng_keyword(): np.random.default_rng(settings.seed)},
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+@functools.cache
+def _rng_keyword() -> str:
+    """scipy >= 1.15 names the generator ``rng``; older releases only know ``random_state``."""
+    import inspect
+
+    from scipy.stats import bootstrap
+
+    return "rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state"
+
+
+def _as_samples(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise TypeError(
+            f"{name} must be a 1-D sequence of sample times, got {type(values).__name__}"
+        )
+    arr = np.asarray(values)
+    if arr.dtype == bool or not (
+        np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)
+    ):
+        raise TypeError(f"{name} must hold real numbers, got dtype {arr.dtype}")
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"{name} must be a non-empty 1-D array of samples, got shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    bad = ~(np.isfinite(arr) & (arr > 0))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name} samples must be finite and > 0; sample {i} is {arr[i]!r}")
+    return arr
+
+
+def _check_real(name: str, value: object, expected: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
+    if math.isnan(value):
+        raise ValueError(f"{name} must be {expected}, got nan")
+
+
+def _check_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
