@@ -1,0 +1,212 @@
+"""The environment a benchmark ran in: GPU, driver, runtime, torch/triton, git commit, clocks.
+
+``collect()`` never fails for a missing tool or GPU: what cannot be read is ``None``. It goes
+into pytest-benchmark's ``machine_info["perfgate"]["fingerprint"]`` (docs/CONTRACTS.md), so a
+comparison can warn when the environment changed and refuse when the device did.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+_TIMEOUT_S = 10
+_REPO = Path(__file__).resolve().parents[1]
+
+# nvidia-smi fields -> fingerprint clock keys (MHz and W)
+_NVIDIA_FIELDS = (
+    ("driver_version", "driver"),
+    ("clocks.sm", "sm_mhz"),
+    ("clocks.mem", "mem_mhz"),
+    ("clocks.max.sm", "sm_max_mhz"),
+    ("clocks.max.mem", "mem_max_mhz"),
+    ("power.draw", "power_w"),
+    ("power.limit", "power_limit_w"),
+    ("temperature.gpu", "temperature_c"),
+)
+CLOCK_KEYS = (
+    "sm_mhz",
+    "mem_mhz",
+    "sm_max_mhz",
+    "mem_max_mhz",
+    "power_w",
+    "power_limit_w",
+    "temperature_c",
+)
+
+Runner = Callable[[Sequence[str]], "str | None"]
+
+
+def run_tool(cmd: Sequence[str]) -> str | None:
+    """stdout of ``cmd``, or None when the tool is absent, fails or hangs."""
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        proc = subprocess.run(
+            list(cmd), capture_output=True, text=True, timeout=_TIMEOUT_S, check=False, cwd=_REPO
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _number(text: str | None) -> float | None:
+    if text is None:
+        return None
+    match = re.search(r"[-+]?\d+(?:\.\d+)?", text)
+    return float(match.group()) if match else None
+
+
+def nvidia_smi(index: int, run: Runner = run_tool) -> dict[str, Any]:
+    """Driver version, clocks, power and temperature of NVIDIA GPU ``index`` (None if unknown)."""
+    query = ",".join(f for f, _ in _NVIDIA_FIELDS)
+    out = run(
+        ["nvidia-smi", f"--id={index}", f"--query-gpu={query}", "--format=csv,noheader,nounits"]
+    )
+    values = (
+        [v.strip() for v in out.strip().splitlines()[0].split(",")] if out and out.strip() else []
+    )
+    result: dict[str, Any] = {key: None for _, key in _NVIDIA_FIELDS}
+    if len(values) == len(_NVIDIA_FIELDS):
+        for (_, key), value in zip(_NVIDIA_FIELDS, values, strict=True):
+            result[key] = value if key == "driver" else _number(value)
+    return result
+
+
+def rocm_smi(index: int, run: Runner = run_tool) -> dict[str, Any]:
+    """Driver version, clocks and power of AMD GPU ``index`` from rocm-smi (None if unknown).
+
+    rocm-smi's JSON keys differ between releases, so values are matched by key text.
+    """
+    import json
+
+    result: dict[str, Any] = {key: None for _, key in _NVIDIA_FIELDS}
+    out = run(["rocm-smi", "-d", str(index), "--showclocks", "--showpower", "--showtemp",
+               "--showmaxpower", "--showdriverversion", "--json"])  # fmt: skip
+    try:
+        data = json.loads(out) if out else {}
+    except ValueError:
+        data = {}
+    fields: dict[str, str] = {}
+    for section in data.values() if isinstance(data, dict) else ():
+        if isinstance(section, dict):
+            fields.update({str(k).lower(): str(v) for k, v in section.items()})
+    for key, pattern in (
+        ("driver", r"driver version"),
+        ("sm_mhz", r"^sclk clock"),
+        ("mem_mhz", r"^mclk clock"),
+        ("power_w", r"(average|current).*power"),
+        ("power_limit_w", r"max graphics package power"),
+        ("temperature_c", r"temperature.*(edge|junction)"),
+    ):
+        for name, value in fields.items():
+            if re.search(pattern, name):
+                result[key] = value.strip() if key == "driver" else _number(value)
+                break
+    if result["driver"] is None:
+        version = Path("/sys/module/amdgpu/version")
+        try:
+            result["driver"] = version.read_text().strip() or None
+        except OSError:
+            pass
+    return result
+
+
+def smi(vendor: str, index: int, run: Runner = run_tool) -> dict[str, Any]:
+    """Driver and clocks from the vendor tool; all None on a machine without one."""
+    if vendor == "nvidia":
+        return nvidia_smi(index, run)
+    if vendor == "amd":
+        return rocm_smi(index, run)
+    return {key: None for _, key in _NVIDIA_FIELDS}
+
+
+def clocks(
+    vendor: str | None = None, index: int | None = None, run: Runner = run_tool
+) -> dict[str, Any]:
+    """SM/memory clocks (MHz), power (W) and temperature now; None for what cannot be read."""
+    if vendor is None or index is None:
+        vendor, index = _current_gpu()
+    info = smi(vendor, index, run)
+    return {key: info[key] for key in CLOCK_KEYS}
+
+
+def git_state(run: Runner = run_tool) -> tuple[str | None, bool | None]:
+    """(commit, dirty) of the repository holding perfgate; (None, None) outside git."""
+    commit = run(["git", "rev-parse", "HEAD"])
+    if not commit:
+        return None, None
+    status = run(["git", "status", "--porcelain", "--untracked-files=no"])
+    return commit.strip(), (bool(status.strip()) if status is not None else None)
+
+
+def physical_index(index: int, environ: Mapping[str, str] = os.environ) -> int:
+    """The index nvidia-smi / rocm-smi use for torch's device ``index``.
+
+    torch numbers only the visible GPUs; the tools number all of them. A visibility list of
+    plain integers maps one to the other; anything else (UUIDs) is left as torch's index.
+    """
+    for var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"):
+        visible = environ.get(var, "").strip()
+        if visible:
+            ids = [v.strip() for v in visible.split(",")]
+            if all(v.isdigit() for v in ids) and index < len(ids):
+                return int(ids[index])
+            return index
+    return index
+
+
+def _current_gpu() -> tuple[str, int]:
+    import torch
+
+    from kernels.device import device_info
+
+    vendor = device_info().vendor
+    index = torch.cuda.current_device() if torch.cuda.is_available() else 0
+    return vendor, physical_index(index)
+
+
+def _runtime() -> str | None:
+    import torch
+
+    if torch.version.hip:
+        return f"hip {torch.version.hip}"
+    if torch.version.cuda:
+        return f"cuda {torch.version.cuda}"
+    return None
+
+
+def _version(module: str) -> str | None:
+    try:
+        return __import__(module).__version__
+    except Exception:  # an absent or broken install is recorded as unknown, never fatal
+        return None
+
+
+def collect(run: Runner = run_tool) -> dict[str, Any]:
+    """The fingerprint: the contract's keys plus ``git_dirty`` and ``device_key``."""
+    from kernels.device import device_info
+
+    info = device_info()
+    vendor, index = _current_gpu()
+    tool = smi(vendor, index, run)
+    commit, dirty = git_state(run)
+    gpu = info.vendor != "interpreter"
+    return {
+        "gpu_name": info.name if gpu else None,
+        "arch": info.arch if gpu else None,
+        "compute_units": info.compute_units if gpu else None,
+        "driver": tool["driver"],
+        "runtime": _runtime(),
+        "torch": _version("torch"),
+        "triton": _version("triton"),
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "clocks": {key: tool[key] for key in CLOCK_KEYS},
+        "device_key": info.key,
+    }
