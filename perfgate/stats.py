@@ -250,7 +250,7 @@ def _as_samples(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
     bad = ~(np.isfinite(arr) & (arr > 0))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"{name} samples must be finite and > 0; sample {i} is {arr[i]!r}")
+        raise ValueError(f"{name} samples must be finite and > 0; sample {i} is {float(arr[i])!r}")
     return arr
 
 
