@@ -1,0 +1,203 @@
+"""Baseline files: JSON round trips, atomic writes, and every way a file can be unusable."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import re
+import stat
+
+import pytest
+
+from perfgate import baseline as bl
+
+
+@pytest.fixture
+def good(make_result, gpu_like):
+    return make_result({"tests/perf/test_gemm.py::test_lb[m16]": gpu_like(1), "t::b": gpu_like(2)})
+
+
+def test_round_trip_is_exact(tmp_path, good):
+    path = tmp_path / "perf_baselines" / "nvidia-h200" / "device.json"  # parents created
+    bl.write_atomic(path, good)
+    assert bl.load(path) == good  # floats survive JSON exactly (repr round trip)
+    assert path.read_text().endswith("\n")
+    assert [p.name for p in path.parent.iterdir()] == ["device.json"]  # no temp file left
+
+
+def test_real_pytest_benchmark_file_with_perfgate_block(tmp_path, make_result):
+    # The shape pytest-benchmark 5.x writes (taken from a real --benchmark-save-data run).
+    real = {
+        "machine_info": {"node": "vm", "machine": "x86_64", "cpu": {"count": 2}},
+        "commit_info": {"id": "unversioned", "time": None, "dirty": False, "branch": "(unknown)"},
+        "benchmarks": [
+            {
+                "group": None,
+                "name": "test_a",
+                "fullname": "test_x.py::test_a",
+                "params": None,
+                "param": None,
+                "extra_info": {},
+                "options": {"timer": "perf_counter", "min_rounds": 5},
+                "stats": {
+                    "min": 7.85e-07,
+                    "max": 1.745e-06,
+                    "mean": 1.0655e-06,
+                    "rounds": 5,
+                    "median": 8.765e-07,
+                    "data": [8.295e-07, 1.745e-06, 1.0915e-06, 8.765e-07, 7.85e-07],
+                    "iterations": 2,
+                },
+            }
+        ],
+        "datetime": "2026-11-30T11:28:39.536020+00:00",
+        "version": "5.2.3",
+    }
+    real["machine_info"]["perfgate"] = make_result({"x": [1.0]})["machine_info"]["perfgate"]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(real))
+    data = bl.load(path)
+    assert bl.samples(data) == {
+        "test_x.py::test_a": [8.295e-07, 1.745e-06, 1.0915e-06, 8.765e-07, 7.85e-07]
+    }
+
+
+def test_accessors(tmp_path, good):
+    bl.write_atomic(tmp_path / "b.json", good)
+    data = bl.load(tmp_path / "b.json")
+    assert bl.device_key(data) == "nvidia-h200"
+    assert bl.mode(data) == "device"
+    assert bl.fingerprint(data)["torch"] == "2.11.0+cu128"
+    assert list(bl.samples(data)) == ["tests/perf/test_gemm.py::test_lb[m16]", "t::b"]  # order
+
+
+def test_write_atomic_replaces_and_keeps_permissions(tmp_path, good):
+    path = tmp_path / "b.json"
+    path.write_text("old")
+    os.chmod(path, 0o640)
+    bl.write_atomic(path, good)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert json.loads(path.read_text()) == good
+
+
+def test_write_atomic_new_file_is_world_readable(tmp_path, good):
+    # mkstemp creates 0600 files; a baseline must be readable by other CI users.
+    bl.write_atomic(tmp_path / "new.json", good)
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o644
+
+
+def test_write_atomic_refuses_nan_and_keeps_the_old_file(tmp_path, good):
+    path = tmp_path / "b.json"
+    bl.write_atomic(path, good)
+    bad = copy.deepcopy(good)
+    bad["benchmarks"][0]["stats"]["data"][0] = float("nan")
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        bl.write_atomic(path, bad)
+    assert bl.load(path) == good
+    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
+
+
+def test_write_text_atomic_wants_text(tmp_path):
+    with pytest.raises(TypeError, match="text must be a str, got bytes"):
+        bl.write_text_atomic(tmp_path / "x.md", b"bytes")
+
+
+def _drop(d, *keys):
+    for k in keys[:-1]:
+        d = d[k]
+    del d[keys[-1]]
+
+
+def _set(d, value, *keys):
+    for k in keys[:-1]:
+        d = d[k]
+    d[keys[-1]] = value
+
+
+PG = ("machine_info", "perfgate")
+B0 = ("benchmarks", 0)
+# Each case breaks one thing in an otherwise good file; the message must name the problem.
+BREAKAGES = [
+    ("top level list", lambda d: [d], "top level is a JSON array, expected an object"),
+    ("no machine_info", lambda d: _drop(d, "machine_info"), "no 'machine_info' object"),
+    ("no perfgate block", lambda d: _drop(d, *PG), "no machine_info.perfgate block"),
+    ("schema 2", lambda d: _set(d, 2, *PG, "schema"), "schema is 2, this perfgate reads 1"),
+    # True == 1 in Python: a boolean schema must not pass for version 1.
+    ("schema true", lambda d: _set(d, True, *PG, "schema"), "schema is True"),
+    (
+        "empty device key",
+        lambda d: _set(d, "", *PG, "device_key"),
+        "device_key must be a non-empty",
+    ),
+    ("unknown mode", lambda d: _set(d, "host", *PG, "mode"), "mode is 'host', expected one of"),
+    ("no fingerprint", lambda d: _drop(d, *PG, "fingerprint"), "fingerprint must be an object"),
+    ("fingerprint lacks", lambda d: _drop(d, *PG, "fingerprint", "driver"), "lacks driver"),
+    ("no benchmarks", lambda d: _drop(d, "benchmarks"), "'benchmarks' must be a non-empty list"),
+    ("empty benchmarks", lambda d: _set(d, [], "benchmarks"), "'benchmarks' must be a non-empty"),
+    ("benchmark not object", lambda d: _set(d, 3, *B0), "benchmarks[0] is a JSON number"),
+    ("no fullname", lambda d: _drop(d, *B0, "fullname"), "benchmarks[0] has no 'fullname'"),
+    ("duplicate fullname", lambda d: d["benchmarks"].append(d["benchmarks"][0]), "duplicate"),
+    ("no stats", lambda d: _drop(d, *B0, "stats"), "has no 'stats' object"),
+    ("no stats.data", lambda d: _drop(d, *B0, "stats", "data"), "--benchmark-save-data"),
+    ("empty data", lambda d: _set(d, [], *B0, "stats", "data"), "must be a non-empty list"),
+    (
+        "string sample",
+        lambda d: _set(d, "1e-5", *B0, "stats", "data", 2),
+        "stats.data[2] is '1e-5'",
+    ),
+    ("bool sample", lambda d: _set(d, True, *B0, "stats", "data", 2), "stats.data[2] is True"),
+    ("negative sample", lambda d: _set(d, -1e-5, *B0, "stats", "data", 2), "is -1e-05"),
+    ("zero sample", lambda d: _set(d, 0, *B0, "stats", "data", 0), "stats.data[0] is 0"),
+    ("rounds mismatch", lambda d: _set(d, 31, *B0, "stats", "rounds"), "stats.rounds is 31"),
+]
+
+
+@pytest.mark.parametrize(("why", "breakage", "message"), BREAKAGES, ids=[b[0] for b in BREAKAGES])
+def test_unusable_file_is_one_line_error_naming_file(tmp_path, good, why, breakage, message):
+    data = copy.deepcopy(good)
+    data = breakage(data) or data
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(bl.BaselineError) as info:
+        bl.load(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}: "), text
+    assert message in text, text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("token", "shown"),
+    [("NaN", "nan"), ("Infinity", "inf"), ("-Infinity", "-inf")],  # Python's json accepts these
+)
+def test_non_finite_samples_in_json_text(tmp_path, good, token, shown):
+    path = tmp_path / "bad.json"
+    text = json.dumps(good).replace(str(good["benchmarks"][1]["stats"]["data"][4]), token, 1)
+    path.write_text(text)
+    with pytest.raises(bl.BaselineError, match=rf"'t::b': stats.data\[4\] is {shown}; samples"):
+        bl.load(path)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "no such file"),
+        ("", "not valid JSON (Expecting value at line 1 column 1)"),
+        ('{"benchmarks": [', "not valid JSON"),  # a truncated write
+        (b"\xff\xfe", "cannot read"),  # not UTF-8
+    ],
+)
+def test_unreadable_files(tmp_path, content, message):
+    path = tmp_path / "b.json"
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    elif content is not None:
+        path.write_text(content)
+    with pytest.raises(bl.BaselineError, match="^" + re.escape(f"{path}: {message}")):
+        bl.load(path)
+
+
+def test_directory_is_not_a_file(tmp_path):
+    with pytest.raises(bl.BaselineError, match="is a directory"):
+        bl.load(tmp_path)
