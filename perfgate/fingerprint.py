@@ -7,6 +7,7 @@ comparison can warn when the environment changed and refuse when the device did.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -18,26 +19,26 @@ from typing import Any
 _TIMEOUT_S = 10
 _REPO = Path(__file__).resolve().parents[1]
 
-# nvidia-smi fields -> fingerprint clock keys (MHz and W)
+# nvidia-smi fields -> our keys (MHz, W, degrees C)
 _NVIDIA_FIELDS = (
     ("driver_version", "driver"),
-    ("clocks.sm", "sm_mhz"),
-    ("clocks.mem", "mem_mhz"),
     ("clocks.max.sm", "sm_max_mhz"),
     ("clocks.max.mem", "mem_max_mhz"),
-    ("power.draw", "power_w"),
+    ("clocks.applications.graphics", "sm_app_mhz"),
+    ("clocks.applications.memory", "mem_app_mhz"),
     ("power.limit", "power_limit_w"),
+    ("clocks.sm", "sm_mhz"),
+    ("clocks.mem", "mem_mhz"),
+    ("power.draw", "power_w"),
     ("temperature.gpu", "temperature_c"),
 )
-CLOCK_KEYS = (
-    "sm_mhz",
-    "mem_mhz",
-    "sm_max_mhz",
-    "mem_max_mhz",
-    "power_w",
-    "power_limit_w",
-    "temperature_c",
-)
+_NVIDIA_GROUPS = (_NVIDIA_FIELDS[:1] + _NVIDIA_FIELDS[5:], _NVIDIA_FIELDS[1:3], _NVIDIA_FIELDS[3:5])
+# Settings of the card (limits, application/locked clocks): the same run to run unless someone
+# changed the machine, so they belong in the fingerprint that compare diffs.
+CLOCK_SETTING_KEYS = ("sm_max_mhz", "mem_max_mhz", "sm_app_mhz", "mem_app_mhz", "power_limit_w")
+# Readings that move with load and temperature: stored per benchmark (extra_info), never in the
+# fingerprint, where they would raise a warning on every comparison.
+CLOCK_READING_KEYS = ("sm_mhz", "mem_mhz", "power_w", "temperature_c")
 
 Runner = Callable[[Sequence[str]], "str | None"]
 
@@ -63,18 +64,20 @@ def _number(text: str | None) -> float | None:
 
 
 def nvidia_smi(index: int, run: Runner = run_tool) -> dict[str, Any]:
-    """Driver version, clocks, power and temperature of NVIDIA GPU ``index`` (None if unknown)."""
-    query = ",".join(f for f, _ in _NVIDIA_FIELDS)
-    out = run(
-        ["nvidia-smi", f"--id={index}", f"--query-gpu={query}", "--format=csv,noheader,nounits"]
-    )
-    values = (
-        [v.strip() for v in out.strip().splitlines()[0].split(",")] if out and out.strip() else []
-    )
+    """Driver version, clocks, power and temperature of NVIDIA GPU ``index`` (None if unknown).
+
+    Queried in small groups: nvidia-smi rejects a whole query when one field is unknown to the
+    installed driver (field names change between releases).
+    """
     result: dict[str, Any] = {key: None for _, key in _NVIDIA_FIELDS}
-    if len(values) == len(_NVIDIA_FIELDS):
-        for (_, key), value in zip(_NVIDIA_FIELDS, values, strict=True):
-            result[key] = value if key == "driver" else _number(value)
+    for group in _NVIDIA_GROUPS:
+        query = ",".join(field for field, _ in group)
+        out = run(["nvidia-smi", f"--id={index}", f"--query-gpu={query}", "--format=csv,noheader,nounits"])  # fmt: skip
+        line = out.strip().splitlines()[0] if out and out.strip() else ""
+        values = [v.strip() for v in line.split(",")] if line else []
+        if len(values) == len(group):
+            for (_, key), value in zip(group, values, strict=True):
+                result[key] = value if key == "driver" else _number(value)
     return result
 
 
@@ -110,10 +113,8 @@ def rocm_smi(index: int, run: Runner = run_tool) -> dict[str, Any]:
                 break
     if result["driver"] is None:
         version = Path("/sys/module/amdgpu/version")
-        try:
+        with contextlib.suppress(OSError):
             result["driver"] = version.read_text().strip() or None
-        except OSError:
-            pass
     return result
 
 
@@ -126,14 +127,10 @@ def smi(vendor: str, index: int, run: Runner = run_tool) -> dict[str, Any]:
     return {key: None for _, key in _NVIDIA_FIELDS}
 
 
-def clocks(
-    vendor: str | None = None, index: int | None = None, run: Runner = run_tool
-) -> dict[str, Any]:
+def clock_readings(run: Runner = run_tool) -> dict[str, Any]:
     """SM/memory clocks (MHz), power (W) and temperature now; None for what cannot be read."""
-    if vendor is None or index is None:
-        vendor, index = _current_gpu()
-    info = smi(vendor, index, run)
-    return {key: info[key] for key in CLOCK_KEYS}
+    info = smi(*_current_gpu(), run)
+    return {key: info[key] for key in CLOCK_READING_KEYS}
 
 
 def git_state(run: Runner = run_tool) -> tuple[str | None, bool | None]:
@@ -207,6 +204,6 @@ def collect(run: Runner = run_tool) -> dict[str, Any]:
         "triton": _version("triton"),
         "git_commit": commit,
         "git_dirty": dirty,
-        "clocks": {key: tool[key] for key in CLOCK_KEYS},
+        "clocks": {key: tool[key] for key in CLOCK_SETTING_KEYS},
         "device_key": info.key,
     }

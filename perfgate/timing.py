@@ -219,7 +219,7 @@ def pass_bytes(
     slope = (t2 - t1) / (s2 - s1)
     intercept = t1 - slope * s1
     raw = (target_seconds - intercept) / slope
-    return max(minimum, int(round(raw / align)) * align)
+    return max(minimum, round(raw / align) * align)
 
 
 class ExtraPass:

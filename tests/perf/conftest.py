@@ -135,7 +135,6 @@ class Harness:
     # -- split-K reducer ----------------------------------------------------------------------
     def reducer(self, benchmark: Any, case: ReducerCase) -> None:
         import torch
-
         from kernels.splitk import reduce_partials, reducer_backend
 
         set_bytes = case.splits * case.m * case.n * 4 + case.m * case.n * 2
@@ -255,7 +254,7 @@ class Harness:
             warmup_rounds=self.warmup,
         )
         # clocks right after the rounds: a throttled card shows here
-        benchmark.extra_info["clocks_after"] = fingerprint.clocks()
+        benchmark.extra_info["clocks_after"] = fingerprint.clock_readings()
 
     def _record_injection(
         self, benchmark: Any, extra: timing.ExtraPass, plain: float, *, calls: int

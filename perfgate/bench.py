@@ -1,0 +1,348 @@
+"""``python -m perfgate bench`` and ``update-baselines``: run the GPU benchmarks, gate or record.
+
+``bench`` runs ``pytest tests/perf`` once per timing mode (suite), writing
+``.perfgate/results/<suite>.json`` (pytest-benchmark JSON with per-round device-time samples),
+then compares it with ``perf_baselines/<device_key>/<suite>.json`` and exits as ``compare`` does:
+0 no regression, 1 regression (or a failing benchmark), 2 unusable input. With no baseline for
+this device it exits 2 (a GPU job without a baseline must be visible, not green) unless
+``--allow-missing-baseline``. On a machine without a GPU it prints why and exits 0, running
+nothing (``PERFGATE_REQUIRE_GPU=1`` makes that an error, exit 2).
+
+``update-baselines`` runs the same benchmarks and, only after a complete successful run, writes
+the baseline atomically and prints the comparison with the one it replaces.
+``update-baselines --isa`` rewrites the static ISA baselines instead (``perfgate isa``).
+
+Default selection: ``-m "bench and not slow"``, i.e. the ``leaderboard`` and ``reducer``
+groups; the production grid is ``slow`` (``-m slow`` or ``-k grid`` selects it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SUITES = ("device", "leaderboard")
+DEFAULT_MARKERS = "bench and not slow"
+DEFAULT_RESULTS = Path(".perfgate/results")
+DEFAULT_BASELINES = REPO / "perf_baselines"
+ISA_TARGETS = ("gfx950", "sm90")
+# pytest exit codes (pytest.ExitCode), written out so that this module needs no pytest import
+PYTEST_OK, PYTEST_FAILED, PYTEST_NO_TESTS = 0, 1, 5
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    bench = subparsers.add_parser(
+        "bench",
+        help="run the GPU benchmarks and gate them against this device's baseline",
+        description=__doc__.split("\n\n")[1],
+    )
+    _common_options(bench)
+    bench.add_argument(
+        "--allow-missing-baseline",
+        action="store_true",
+        help="exit 0 (with a warning) instead of 2 when this device has no baseline yet",
+    )
+    bench.set_defaults(func=bench_command)
+
+    update = subparsers.add_parser(
+        "update-baselines",
+        help="run the GPU benchmarks and rewrite this device's baselines",
+        description=__doc__.split("\n\n")[2],
+    )
+    _common_options(update)
+    update.add_argument(
+        "--isa",
+        action="store_true",
+        help="rewrite perf_baselines/isa/<target>.json (gfx950, sm90) with `perfgate isa` instead",
+    )
+    update.add_argument(
+        "--allow-drop",
+        action="store_true",
+        help="allow a new baseline that lacks benchmarks of the old one (a narrower selection)",
+    )
+    update.set_defaults(func=update_command)
+
+
+def _common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mode",
+        choices=(*SUITES, "both"),
+        default="device",
+        help="timing mode = suite: device (kernel time, graph replay), leaderboard "
+        "(events around custom_kernel), or both (default: device)",
+    )
+    parser.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k selection")
+    parser.add_argument(
+        "-m",
+        dest="markers",
+        metavar="EXPR",
+        help=f"pytest -m selection (default: {DEFAULT_MARKERS!r}: leaderboard and reducer groups)",
+    )
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        help="where <suite>.json, <suite>.md and <suite>.compare.json go (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--baselines-dir",
+        type=Path,
+        default=DEFAULT_BASELINES,
+        help="root of the per-device baselines (default: perf_baselines in the repository)",
+    )
+    parser.add_argument(
+        "pytest_args",
+        nargs=argparse.REMAINDER,
+        metavar="-- PYTEST_ARGS",
+        help="anything after -- goes to pytest (e.g. -- --perfgate-rounds 400 -x)",
+    )
+
+
+# -- pure helpers (tested on the CPU) ---------------------------------------------------------
+def suites(mode: str) -> tuple[str, ...]:
+    if mode == "both":
+        return SUITES
+    if mode not in SUITES:
+        raise ValueError(f"mode must be one of {', '.join((*SUITES, 'both'))}, got {mode!r}")
+    return (mode,)
+
+
+def passthrough(args: list[str] | None) -> list[str]:
+    """pytest's arguments from argparse's REMAINDER (which keeps the leading ``--``)."""
+    args = list(args or [])
+    return args[1:] if args[:1] == ["--"] else args
+
+
+def selection_given(keyword: str | None, markers: str | None, extra: list[str]) -> bool:
+    """True when the user narrowed (or widened) the default selection."""
+    return keyword is not None or markers is not None or bool(extra)
+
+
+def pytest_command(
+    suite: str, json_path: Path, *, keyword: str | None, markers: str | None, extra: list[str]
+) -> list[str]:
+    """The pytest command line for one suite (run with the repository as working directory)."""
+    if suite not in SUITES:
+        raise ValueError(f"suite must be one of {', '.join(SUITES)}, got {suite!r}")
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "tests/perf",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        markers if markers is not None else DEFAULT_MARKERS,
+        "--benchmark-enable",
+        "--benchmark-save-data",
+        f"--benchmark-json={json_path}",
+        "--benchmark-disable-gc",
+        "--benchmark-sort=fullname",
+        "--benchmark-columns=min,median,mean,stddev,iqr,rounds",
+        f"--perfgate-mode={suite}",
+    ]
+    if keyword is not None:
+        cmd += ["-k", keyword]
+    return cmd + list(extra)
+
+
+def baseline_path(baselines_dir: Path, device_key: str, suite: str) -> Path:
+    """``<baselines_dir>/<device_key>/<suite>.json``."""
+    if suite not in SUITES:
+        raise ValueError(f"suite must be one of {', '.join(SUITES)}, got {suite!r}")
+    if not device_key or device_key in (".", "..") or any(c in device_key for c in "/\\"):
+        raise ValueError(f"device_key must be a plain directory name, got {device_key!r}")
+    return Path(baselines_dir) / device_key / f"{suite}.json"
+
+
+def result_paths(results_dir: Path, suite: str) -> dict[str, Path]:
+    """Where one suite's results, markdown report and comparison JSON go."""
+    results_dir = Path(results_dir)
+    return {
+        "json": results_dir / f"{suite}.json",
+        "markdown": results_dir / f"{suite}.md",
+        "compare": results_dir / f"{suite}.compare.json",
+    }
+
+
+def gpu_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _require_gpu_env() -> bool:
+    return os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0")
+
+
+def _no_gpu(command: str) -> int:
+    """The answer on a machine without a GPU: a clear message; 0, or 2 when a GPU is required."""
+    import torch
+
+    why = f"torch {torch.__version__} sees no CUDA/ROCm GPU (cuda={torch.version.cuda}, hip={torch.version.hip})"
+    if _require_gpu_env():
+        print(f"perfgate {command}: error: PERFGATE_REQUIRE_GPU is set but {why}", file=sys.stderr)
+        return 2
+    print(f"perfgate {command}: no GPU on this machine ({why}); ran no benchmarks.")
+    return 0
+
+
+# -- running ----------------------------------------------------------------------------------
+def run_suite(suite: str, args: argparse.Namespace) -> tuple[int, Path]:
+    """Run one suite's benchmarks; (exit code as compare's 0/1/2 or 0 on success, results path)."""
+    paths = result_paths(args.results_dir, suite)
+    json_path = paths["json"].resolve()
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.unlink(missing_ok=True)  # never compare a stale file from an earlier run
+    extra = passthrough(args.pytest_args)
+    cmd = pytest_command(suite, json_path, keyword=args.keyword, markers=args.markers, extra=extra)
+    print(f"perfgate: {suite} suite: {' '.join(cmd[1:])}", flush=True)
+    env = dict(os.environ, PERFGATE_REQUIRE_GPU="1")
+    rc = subprocess.run(cmd, cwd=REPO, env=env, check=False).returncode
+    if rc == PYTEST_FAILED:
+        print(
+            f"perfgate: {suite} suite: a benchmark failed (wrong output or error); no comparison",
+            file=sys.stderr,
+        )
+        return 1, json_path
+    if rc == PYTEST_NO_TESTS:
+        print(f"perfgate: {suite} suite: the selection matched no benchmarks", file=sys.stderr)
+        return 2, json_path
+    if rc != PYTEST_OK:
+        print(f"perfgate: {suite} suite: pytest exited {rc}", file=sys.stderr)
+        return 2, json_path
+    if not json_path.is_file():
+        print(f"perfgate: {suite} suite: pytest wrote no {json_path}", file=sys.stderr)
+        return 2, json_path
+    return 0, json_path
+
+
+def _load_result(json_path: Path, suite: str) -> dict[str, Any]:
+    """The validated result file of a run; raises BaselineError when it is unusable."""
+    from perfgate import baseline as bl
+
+    data = bl.load(json_path)
+    if bl.mode(data) != suite:
+        raise bl.BaselineError(f"{json_path}: holds {bl.mode(data)!r} times, expected {suite!r}")
+    return data
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    if not gpu_available():
+        return _no_gpu("bench")
+    return max(_bench_suite(suite, args) for suite in suites(args.mode))
+
+
+def _bench_suite(suite: str, args: argparse.Namespace) -> int:
+    from perfgate import baseline as bl
+    from perfgate.compare import compare_files
+
+    rc, json_path = run_suite(suite, args)
+    if rc:
+        return rc
+    try:
+        data = _load_result(json_path, suite)
+    except bl.BaselineError as exc:
+        print(f"perfgate bench: error: {exc}", file=sys.stderr)
+        return 2
+    paths = result_paths(args.results_dir, suite)
+    base = baseline_path(args.baselines_dir, bl.device_key(data), suite)
+    if not base.is_file():
+        message = (
+            f"no {suite} baseline for device {bl.device_key(data)!r} ({base}); "
+            f"record one on this device with `python -m perfgate update-baselines --mode {suite}` "
+            "and commit it"
+        )
+        bl.write_text_atomic(paths["markdown"], f"### perfgate {suite}\n\n**{message}**\n")
+        if args.allow_missing_baseline:
+            print(f"perfgate bench: WARNING: {message}", file=sys.stderr)
+            return 0
+        print(f"perfgate bench: error: {message}", file=sys.stderr)
+        return 2
+    narrowed = selection_given(args.keyword, args.markers, passthrough(args.pytest_args))
+    return compare_files(
+        base,
+        json_path,
+        json_out=paths["compare"],
+        markdown_out=paths["markdown"],
+        # a narrowed selection leaves the rest of the baseline unmeasured on purpose
+        allow_missing=narrowed,
+    )
+
+
+def update_command(args: argparse.Namespace) -> int:
+    from perfgate.timing import slowdown_fraction
+
+    if args.isa:
+        return _update_isa(args)
+    if slowdown_fraction():
+        print(
+            "perfgate update-baselines: error: MXFP4_BENCH_INJECT_SLOWDOWN is set; "
+            "an injected slowdown must never become a baseline",
+            file=sys.stderr,
+        )
+        return 2
+    if not gpu_available():
+        _no_gpu("update-baselines")
+        print(
+            "perfgate update-baselines: error: nothing measured, no baseline written",
+            file=sys.stderr,
+        )
+        return 2
+    return max(_update_suite(suite, args) for suite in suites(args.mode))
+
+
+def _update_suite(suite: str, args: argparse.Namespace) -> int:
+    from perfgate import baseline as bl
+    from perfgate.compare import compare_files
+
+    rc, json_path = run_suite(suite, args)
+    if rc:
+        print(
+            f"perfgate update-baselines: {suite}: run incomplete; baseline unchanged",
+            file=sys.stderr,
+        )
+        return rc
+    try:
+        data = _load_result(json_path, suite)
+    except bl.BaselineError as exc:
+        print(f"perfgate update-baselines: error: {exc}; baseline unchanged", file=sys.stderr)
+        return 2
+    base = baseline_path(args.baselines_dir, bl.device_key(data), suite)
+    if base.exists():
+        try:
+            old = bl.load(base)
+        except bl.BaselineError as exc:
+            print(f"perfgate update-baselines: WARNING: replacing an unusable baseline: {exc}")
+        else:
+            dropped = sorted(set(bl.samples(old)) - set(bl.samples(data)))
+            if dropped and not args.allow_drop:
+                print(
+                    f"perfgate update-baselines: error: the new {suite} baseline would drop "
+                    f"{len(dropped)} benchmark(s) of {base} (e.g. {dropped[0]}); run the full "
+                    "selection or pass --allow-drop; baseline unchanged",
+                    file=sys.stderr,
+                )
+                return 2
+            print(f"perfgate update-baselines: {suite}: new run against the baseline it replaces:")
+            compare_files(base, json_path, allow_missing=True)
+    bl.write_atomic(base, data)
+    print(
+        f"perfgate update-baselines: wrote {base} ({len(data['benchmarks'])} benchmarks); commit it"
+    )
+    return 0
+
+
+def _update_isa(args: argparse.Namespace) -> int:
+    rc = 0
+    for target in ISA_TARGETS:
+        out = Path(args.baselines_dir) / "isa" / f"{target}.json"
+        cmd = [sys.executable, "-m", "perfgate", "isa", "--target", target, "--json", str(out)]
+        print(f"perfgate update-baselines --isa: {' '.join(cmd[1:])}", flush=True)
+        rc = max(rc, subprocess.run(cmd, cwd=REPO, check=False).returncode)
+    return rc
