@@ -1,0 +1,374 @@
+"""``perfgate compare``: matching, verdicts, exit codes, refusals, warnings and the reports."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+
+import pytest
+from rich.console import Console
+
+from perfgate import compare
+
+LB = "tests/perf/test_gemm.py::test_leaderboard[m64-n7168-k2048]"
+GRID = "tests/perf/test_gemm.py::test_grid[m1|n4096-k512]"  # a pipe: markdown must escape it
+RED = "tests/perf/test_reducer.py::test_reduce[s4]"
+# Settings for speed only: fewer bootstrap resamples do not change these clear-cut verdicts.
+FAST = {"n_resamples": 500}
+
+
+@pytest.fixture
+def bench(gpu_like):
+    """Three benchmarks' samples; seed offset gives an independent rerun of the same build."""
+
+    def make(offset: int = 0, **factors: float) -> dict[str, list[float]]:
+        names = {"lb": LB, "grid": GRID, "red": RED}
+        return {
+            name: gpu_like(seed + offset, median=m, factor=factors.get(key, 1.0))
+            for seed, (key, name), m in zip(
+                range(3), names.items(), (20e-6, 5e-6, 2e-6), strict=True
+            )
+        }
+
+    return make
+
+
+def run(baseline, current, **kwargs):
+    """compare_files with a captured console; returns (exit code, console text)."""
+    out = io.StringIO()
+    console = Console(file=out, width=250, color_system=None)
+    code = compare.compare_files(baseline, current, console=console, **FAST, **kwargs)
+    return code, out.getvalue()
+
+
+def verdicts(json_path) -> dict[str, str]:
+    report = json.loads(json_path.read_text())
+    return {b["name"]: b["verdict"] for b in report["benchmarks"]}
+
+
+# --- verdicts and exit codes -------------------------------------------------------------------
+
+
+def test_file_compared_with_itself_is_all_unchanged(write_result, bench, tmp_path):
+    path = write_result("base.json", bench())
+    code, text = run(path, path, json_out=tmp_path / "o.json")
+    assert code == 0
+    assert verdicts(tmp_path / "o.json") == {LB: "unchanged", GRID: "unchanged", RED: "unchanged"}
+    report = json.loads((tmp_path / "o.json").read_text())
+    for row in report["benchmarks"]:
+        # Identical samples: the ratio is exactly 1. The bootstrap resamples the two sides
+        # independently, so the interval has a width, around 1.
+        assert row["ratio"] == 1.0
+        assert row["ci_low"] < 1.0 < row["ci_high"]
+    assert "PASS: 3 unchanged" in text
+
+
+def test_rerun_of_same_build_passes(write_result, bench):
+    code, _ = run(write_result("b.json", bench(0)), write_result("c.json", bench(100)))
+    assert code == 0
+
+
+def test_injected_5_percent_slowdown_fails_the_gate(write_result, bench, tmp_path):
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", bench(100, grid=1.05))
+    code, text = run(base, cur, json_out=tmp_path / "o.json")
+    assert code == 1
+    assert verdicts(tmp_path / "o.json") == {LB: "unchanged", GRID: "regression", RED: "unchanged"}
+    assert "FAIL: 1 regression, 2 unchanged" in text
+
+
+def test_improvement_passes(write_result, bench, tmp_path):
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", bench(100, lb=0.93))
+    code, _ = run(base, cur, json_out=tmp_path / "o.json")
+    assert code == 0
+    assert verdicts(tmp_path / "o.json")[LB] == "improvement"
+
+
+def test_new_benchmark_passes(write_result, bench, gpu_like, tmp_path):
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", {**bench(100), "t.py::fresh": gpu_like(9)})
+    code, _ = run(base, cur, json_out=tmp_path / "o.json")
+    assert code == 0
+    rows = json.loads((tmp_path / "o.json").read_text())["benchmarks"]
+    row = next(r for r in rows if r["name"] == "t.py::fresh")
+    assert row["verdict"] == "new"
+    assert row["ratio"] is None and row["n_baseline"] is None and row["n_current"] == 30
+
+
+@pytest.mark.parametrize(("allow_missing", "expected"), [(False, 1), (True, 0)])
+def test_missing_benchmark_fails_unless_allowed(
+    write_result, bench, tmp_path, allow_missing, expected
+):
+    base = write_result("b.json", bench(0))
+    current = bench(100)
+    del current[RED]
+    cur = write_result("c.json", current)
+    code, _ = run(base, cur, json_out=tmp_path / "o.json", allow_missing=allow_missing)
+    assert code == expected
+    assert verdicts(tmp_path / "o.json")[RED] == "missing"
+
+
+def test_too_few_samples_is_inconclusive_and_passes(write_result, gpu_like, tmp_path):
+    base = write_result("b.json", {LB: gpu_like(1, n=5)})
+    cur = write_result("c.json", {LB: gpu_like(2, n=5, factor=1.5)})
+    code, text = run(base, cur, json_out=tmp_path / "o.json")
+    assert code == 0
+    assert verdicts(tmp_path / "o.json") == {LB: "inconclusive"}
+    assert "too few samples" in text
+
+
+# --- unusable input: exit 2, one line on stderr ------------------------------------------------
+
+
+def _corrupt(path, how):
+    data = json.loads(path.read_text())
+    if how == "invalid json":
+        path.write_text(path.read_text()[:-20])
+        return
+    if how == "empty benchmarks":
+        data["benchmarks"] = []
+    elif how == "no stats.data":
+        del data["benchmarks"][1]["stats"]["data"]
+    elif how == "negative sample":
+        data["benchmarks"][1]["stats"]["data"][3] = -2e-6
+    elif how == "duplicate fullname":
+        data["benchmarks"].append(data["benchmarks"][0])
+    elif how == "no perfgate block":
+        del data["machine_info"]["perfgate"]
+    path.write_text(json.dumps(data))
+
+
+CORRUPTIONS = [
+    ("missing file", "no such file"),
+    ("invalid json", "not valid JSON"),
+    ("empty benchmarks", "'benchmarks' must be a non-empty list"),
+    ("no stats.data", "has no stats.data"),
+    ("negative sample", "stats.data[3] is -2e-06"),
+    ("duplicate fullname", "duplicate benchmark fullname"),
+    ("no perfgate block", "no machine_info.perfgate block"),
+]
+
+
+@pytest.mark.parametrize("side", ["baseline", "current"])
+@pytest.mark.parametrize(("how", "message"), CORRUPTIONS, ids=[c[0] for c in CORRUPTIONS])
+def test_unusable_file_exits_2(write_result, bench, capsys, side, how, message):
+    paths = {
+        "baseline": write_result("b.json", bench(0)),
+        "current": write_result("c.json", bench(1)),
+    }
+    bad = paths[side]
+    if how == "missing file":
+        bad.unlink()
+    else:
+        _corrupt(bad, how)
+    code, text = run(paths["baseline"], paths["current"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err  # exactly one line
+    assert err.startswith(f"perfgate compare: error: {bad}: ")
+    assert message in err
+    assert text == ""  # no report for unusable input
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"device_key": "gfx950-mi355x"}, "device mismatch: "),
+        # Same key, different silicon (a MIG slice, a CPX partition): timings are not comparable.
+        ({"compute_units": 66}, "fingerprint.compute_units is 132 in "),
+        ({"arch": "sm100"}, "fingerprint.arch is 'sm90' in "),
+        ({"mode": "leaderboard"}, "timing mode mismatch: "),
+    ],
+)
+def test_device_or_mode_mismatch_is_refused(write_result, bench, capsys, change, message):
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", bench(1), **change)
+    code, text = run(base, cur)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert text == ""
+
+
+def test_device_mismatch_message_names_both_devices_and_the_fix(write_result, bench, capsys):
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", bench(1), device_key="gfx950-mi355x")
+    run(base, cur)
+    err = capsys.readouterr().err
+    assert "'nvidia-h200'" in err and "'gfx950-mi355x'" in err
+    assert "perf_baselines/gfx950-mi355x/" in err
+
+
+# --- fingerprint warnings ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("slowdown", [1.0, 1.05])
+def test_fingerprint_difference_warns_loudly_but_exits_as_usual(
+    write_result, bench, tmp_path, slowdown
+):
+    base = write_result("b.json", bench(0))
+    cur = write_result(
+        "c.json",
+        bench(100, red=slowdown),
+        driver="575.51.03",
+        clocks={"sm_mhz": 1755, "mem_mhz": 3201},
+        git_commit="fedcba9",
+    )
+    code, text = run(base, cur, json_out=tmp_path / "o.json", markdown_out=tmp_path / "o.md")
+    assert code == (1 if slowdown > 1 else 0)
+    expected = [
+        "clocks.sm_mhz: baseline 1980 → current 1755",
+        "driver: baseline '570.124.06' → current '575.51.03'",
+    ]
+    summary = json.loads((tmp_path / "o.json").read_text())["summary"]
+    assert summary["warnings"] == expected  # git_commit is expected to differ: not a warning
+    assert summary["notes"] == ["git_commit: baseline 0123abc → current fedcba9"]
+    assert "WARNING: the environment differs" in text
+    assert all(w in text for w in expected)
+    md = (tmp_path / "o.md").read_text()
+    assert "> [!WARNING]" in md and all(f"> - {w}" in md for w in expected)
+
+
+def test_no_warning_when_fingerprints_match(write_result, bench, tmp_path):
+    path = write_result("b.json", bench(0))
+    _, text = run(path, path, markdown_out=tmp_path / "o.md")
+    assert "WARNING" not in text
+    assert "WARNING" not in (tmp_path / "o.md").read_text()
+
+
+# --- the JSON and markdown reports ---------------------------------------------------------------
+
+
+def test_json_report(write_result, bench, tmp_path):
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", bench(100, grid=1.10))
+    code = run(base, cur, json_out=tmp_path / "o.json", min_effect=0.04, alpha=0.005)[0]
+    report = json.loads((tmp_path / "o.json").read_text())
+    assert code == report["summary"]["exit_code"] == 1
+    assert [b["name"] for b in report["benchmarks"]] == [GRID, LB, RED]  # severity, then name
+    row = report["benchmarks"][0]
+    assert set(row) == {
+        "name", "verdict", "ratio", "ci_low", "ci_high", "p_value", "threshold", "noise",
+        "baseline_median", "current_median", "n_baseline", "n_current", "reason",
+    }  # fmt: skip
+    assert row["verdict"] == "regression"
+    assert row["ci_low"] > 1.04 and row["ci_low"] < row["ratio"] < row["ci_high"]
+    assert row["p_value"] < 0.005
+    assert row["threshold"] >= 0.04
+    assert row["current_median"] / row["baseline_median"] == pytest.approx(row["ratio"], rel=1e-12)
+    assert (row["n_baseline"], row["n_current"]) == (30, 30)
+    summary = report["summary"]
+    assert summary["headline"] == "FAIL: 1 regression, 2 unchanged"
+    assert summary["counts"] == {
+        "regression": 1, "missing": 0, "inconclusive": 0, "improvement": 0, "new": 0,
+        "unchanged": 2,
+    }  # fmt: skip
+    assert (summary["baseline"], summary["current"]) == (str(base), str(cur))
+    assert (summary["device_key"], summary["mode"]) == ("nvidia-h200", "device")
+    assert summary["settings"]["alpha"] == 0.005
+    assert summary["settings"]["min_effect"] == 0.04
+    assert summary["settings"]["confidence"] == 1 - 2 * 0.005
+
+
+def test_markdown_report(write_result, bench, tmp_path):
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", bench(100, grid=1.10, lb=0.9))
+    run(base, cur, markdown_out=tmp_path / "o.md")
+    lines = (tmp_path / "o.md").read_text().splitlines()
+    assert lines[0] == "### perfgate FAIL: 1 regression, 1 improvement, 1 unchanged"
+    rows = [line for line in lines if line.startswith("| **")]
+    assert [r.split(" | ")[0] for r in rows] == [
+        "| **regression**",
+        "| **improvement**",
+        "| **unchanged**",
+    ]
+    # A pipe in a name is escaped, or the table would gain a column.
+    grid_row = rows[0]
+    assert "`tests/perf/test_gemm.py::test_grid[m1\\|n4096-k512]`" in grid_row
+    header = next(line for line in lines if line.startswith("| verdict"))
+    cells = grid_row.replace("\\|", "").count("|")
+    assert cells == header.count("|")
+    assert "+10." in grid_row.split(" | ")[2]  # change column, e.g. +10.1%
+    # Unchanged rows are folded away, after the rows that need a look.
+    details = lines.index("<details>")
+    assert lines[details + 1] == "<summary>1 unchanged</summary>"
+    assert lines.index(rows[-1]) > details > lines.index(rows[0])
+
+
+def test_unwritable_output_is_exit_2(write_result, bench, tmp_path, capsys):
+    path = write_result("b.json", bench(0))
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    code, _ = run(path, path, json_out=blocker / "o.json")  # parent is a file
+    assert code == 2
+    assert "cannot write the report" in capsys.readouterr().err
+
+
+def test_bad_settings_are_a_caller_error(write_result, bench):
+    path = write_result("b.json", bench(0))
+    with pytest.raises(ValueError, match="alpha must be in"):
+        compare.compare_files(path, path, alpha=1.0)
+
+
+# --- the command line ----------------------------------------------------------------------------
+
+
+def cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="perfgate")
+    compare.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+def test_cli_gate(write_result, bench, tmp_path, capsys):
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", bench(100, red=1.08))
+    out = tmp_path / "o.json"
+    argv = [
+        "compare",
+        str(base),
+        str(cur),
+        "--json",
+        str(out),
+        "--markdown",
+        str(tmp_path / "m.md"),
+    ]
+    assert cli([*argv, "--resamples", "500"]) == 1
+    assert verdicts(out)[RED] == "regression"
+    assert (tmp_path / "m.md").read_text().startswith("### perfgate FAIL: 1 regression")
+    # The same slowdown is below a 10% minimum effect.
+    assert cli([*argv, "--resamples", "500", "--min-effect", "0.10"]) == 0
+    assert verdicts(out)[RED] != "regression"
+    assert "FAIL" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--alpha", "0.7"], "alpha must be in (0, 0.5)"),
+        (["--min-effect", "5"], "min_effect must be a fraction"),  # 5 meant 5%?
+        (["--resamples", "10"], "n_resamples must be >= 100"),
+        (["--min-samples", "1"], "min_samples must be >= 3"),
+    ],
+)
+def test_cli_bad_option_is_exit_2(write_result, bench, capsys, option, message):
+    path = write_result("b.json", bench(0))
+    assert cli(["compare", str(path), str(path), *option]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+
+
+def test_cli_missing_file_is_exit_2(tmp_path, capsys):
+    assert cli(["compare", str(tmp_path / "nope.json"), str(tmp_path / "nope.json")]) == 2
+    assert "no such file" in capsys.readouterr().err
+
+
+def test_cli_allow_missing(write_result, bench):
+    base = write_result("b.json", bench(0))
+    current = bench(100)
+    del current[LB]
+    cur = write_result("c.json", current)
+    assert cli(["compare", str(base), str(cur), "--resamples", "500"]) == 1
+    assert cli(["compare", str(base), str(cur), "--resamples", "500", "--allow-missing"]) == 0
