@@ -38,6 +38,11 @@ class CompileSpec:
     num_warps: int = 4
     num_stages: int = 2
     config: dict[str, Any] = field(default_factory=dict)  # human-readable label of the config
+    # args that are 16-byte aligned / divisible by 16 when the launcher runs the kernel; the JIT
+    # specialises on that at run time, so the static compile must too or it would gate on
+    # narrower loads than the ones that run
+    aligned: tuple[str, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)  # extra backend options (AMD hints)
 
     @property
     def label(self) -> str:
@@ -49,6 +54,23 @@ class CompileSpec:
         import triton
         from triton.compiler import ASTSource
 
-        src = ASTSource(self.fn, self.signature, self.constexprs)
+        tgt = gpu_target(target)
+        src = ASTSource(self.fn, self.signature, self.constexprs, attrs=self._attrs(tgt))
         options = {"num_warps": self.num_warps, "num_stages": self.num_stages}
-        return triton.compile(src, target=gpu_target(target), options=options)
+        if tgt.backend == "hip":
+            options.update(self.options)
+        return triton.compile(src, target=tgt, options=options)
+
+    def _attrs(self, tgt) -> dict:
+        """Run-time specialisation attributes: divisibility, and on AMD the 32-bit pointer range
+        that the launcher's sub-2 GiB tensors get (it enables buffer loads)."""
+        from triton import knobs
+        from triton.compiler import make_backend
+
+        backend = make_backend(tgt)
+        buffer_ops = tgt.backend == "hip" and bool(getattr(knobs.amd, "use_buffer_ops", False))
+        attrs = {}
+        for name in self.aligned:
+            desc = "D" + ("S" if buffer_ops and self.signature[name].startswith("*") else "")
+            attrs[(self.fn.arg_names.index(name),)] = backend.parse_attr(desc)
+        return attrs

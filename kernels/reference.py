@@ -71,11 +71,13 @@ def dequantized_weight(b_shuffle: torch.Tensor, b_scale_sh: torch.Tensor, k: int
     return dequantize_mxfp4(b_q, b_scale, torch.float64)
 
 
-def reference_gemm(a: torch.Tensor, b_shuffle: torch.Tensor, b_scale_sh: torch.Tensor) -> torch.Tensor:
+def reference_gemm(
+    a: torch.Tensor, b_shuffle: torch.Tensor, b_scale_sh: torch.Tensor
+) -> torch.Tensor:
     """bf16 (M, N) = quantize(A) @ B^T with float64 accumulation and one rounding to bf16."""
     if not isinstance(a, torch.Tensor) or a.dtype != torch.bfloat16 or a.dim() != 2:
         raise TypeError(f"A must be a 2-D bfloat16 tensor, got {getattr(a, 'dtype', type(a))}")
-    m, k = a.shape
+    k = a.shape[1]
     if b_shuffle.dim() != 2 or b_shuffle.shape[1] * 2 != k:
         raise ValueError(
             f"B_shuffle must be (N, K/2) = (N, {k // 2}) for A of shape {tuple(a.shape)}, "

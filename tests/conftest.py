@@ -57,7 +57,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if "tests/perf" in item.nodeid.replace(os.sep, "/"):
             item.add_marker(pytest.mark.bench)
         if item.get_closest_marker("gpu") and not GPU:
-            item.add_marker(pytest.mark.skip(reason="needs a GPU (torch.cuda.is_available() is False)"))
+            item.add_marker(
+                pytest.mark.skip(reason="needs a GPU (torch.cuda.is_available() is False)")
+            )
         if item.get_closest_marker("gfx950") and not (GPU and HIP and _arch() == "gfx950"):
             item.add_marker(pytest.mark.skip(reason="needs an AMD gfx950 GPU"))
 

@@ -18,11 +18,24 @@ from kernels.layout import (
 
 
 def _weight_offset(n: int, kb: int, big_kb: int) -> int:
-    return (n // 16) * 16 * big_kb + (kb // 32) * 512 + ((kb % 32) // 16) * 256 + (n % 16) * 16 + kb % 16
+    return (
+        (n // 16) * 16 * big_kb
+        + (kb // 32) * 512
+        + ((kb % 32) // 16) * 256
+        + (n % 16) * 16
+        + kb % 16
+    )
 
 
 def _scale_offset(r: int, c: int, sp: int) -> int:
-    return (r // 32) * 32 * sp + (c // 8) * 256 + (c % 4) * 64 + (r % 16) * 4 + ((c % 8) // 4) * 2 + (r % 32) // 16
+    return (
+        (r // 32) * 32 * sp
+        + (c // 8) * 256
+        + (c % 4) * 64
+        + (r % 16) * 4
+        + ((c % 8) // 4) * 2
+        + (r % 32) // 16
+    )
 
 
 def _distinct_bytes(rows: int, cols: int) -> torch.Tensor:
@@ -66,7 +79,13 @@ def test_scale_shuffle_matches_the_offset_formula_and_pads(n, cols):
 
 @given(st.integers(1, 8), st.integers(1, 8), st.integers(0, 2**31 - 1))
 def test_weight_round_trip(n_tiles, k_tiles, seed):
-    w = torch.randint(0, 256, (16 * n_tiles, 32 * k_tiles), dtype=torch.uint8, generator=torch.Generator().manual_seed(seed))
+    w = torch.randint(
+        0,
+        256,
+        (16 * n_tiles, 32 * k_tiles),
+        dtype=torch.uint8,
+        generator=torch.Generator().manual_seed(seed),
+    )
     assert torch.equal(unshuffle_weight(shuffle_weight(w)), w)
 
 
@@ -96,14 +115,46 @@ def test_torch_fp4_and_e8m0_views_keep_their_dtype():
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: shuffle_weight(torch.zeros(24, 32, dtype=torch.uint8)), ValueError, r"N % 16 == 0"),
-        (lambda: shuffle_weight(torch.zeros(16, 48, dtype=torch.uint8)), ValueError, r"K/2 % 32 == 0"),
-        (lambda: shuffle_weight(torch.zeros(16, 32, dtype=torch.int32)), TypeError, "w must have dtype"),
-        (lambda: shuffle_weight(torch.zeros(2, 16, 32, dtype=torch.uint8)), ValueError, "w must be 2-D"),
-        (lambda: unshuffle_weight(torch.zeros(16, 40, dtype=torch.uint8)), ValueError, "w_sh must have"),
-        (lambda: shuffle_scales(torch.zeros(4, 4, dtype=torch.uint8), pad_value=256), ValueError, "pad_value"),
-        (lambda: unshuffle_scales(torch.zeros(256, 8, dtype=torch.uint8), 4, 512), ValueError, r"padded shape \(256, 16\)"),
-        (lambda: unshuffle_scales(torch.zeros(256, 8, dtype=torch.uint8), 4, 40), ValueError, "multiple of 32"),
+        (
+            lambda: shuffle_weight(torch.zeros(24, 32, dtype=torch.uint8)),
+            ValueError,
+            r"N % 16 == 0",
+        ),
+        (
+            lambda: shuffle_weight(torch.zeros(16, 48, dtype=torch.uint8)),
+            ValueError,
+            r"K/2 % 32 == 0",
+        ),
+        (
+            lambda: shuffle_weight(torch.zeros(16, 32, dtype=torch.int32)),
+            TypeError,
+            "w must have dtype",
+        ),
+        (
+            lambda: shuffle_weight(torch.zeros(2, 16, 32, dtype=torch.uint8)),
+            ValueError,
+            "w must be 2-D",
+        ),
+        (
+            lambda: unshuffle_weight(torch.zeros(16, 40, dtype=torch.uint8)),
+            ValueError,
+            "w_sh must have",
+        ),
+        (
+            lambda: shuffle_scales(torch.zeros(4, 4, dtype=torch.uint8), pad_value=256),
+            ValueError,
+            "pad_value",
+        ),
+        (
+            lambda: unshuffle_scales(torch.zeros(256, 8, dtype=torch.uint8), 4, 512),
+            ValueError,
+            r"padded shape \(256, 16\)",
+        ),
+        (
+            lambda: unshuffle_scales(torch.zeros(256, 8, dtype=torch.uint8), 4, 40),
+            ValueError,
+            "multiple of 32",
+        ),
     ],
 )
 def test_bad_input_is_named(call, error, match):

@@ -120,7 +120,9 @@ def test_signed_zeros_and_all_zero_block():
 
 def test_bf16_subnormals_use_the_clamped_scale():
     # Subnormal amax: exponent field 0 -> e = -129, clamped to -127 (byte 0). q = x * 2**127.
-    largest = torch.tensor([0x007F], dtype=torch.int16).view(torch.bfloat16).item()  # (127/128)*2**-126
+    largest = (
+        torch.tensor([0x007F], dtype=torch.int16).view(torch.bfloat16).item()
+    )  # (127/128)*2**-126
     smallest = torch.tensor([0x0001], dtype=torch.int16).view(torch.bfloat16).item()  # 2**-133
     codes, scales = _codes(_block(largest, smallest, -largest, dtype=torch.bfloat16))
     assert scales == [0]
@@ -166,12 +168,16 @@ def test_every_e8m0_byte_dequantizes_exactly():
     packed = torch.full((256, 16), 0x22, dtype=torch.uint8)  # every element 1.0 (code 2)
     got = dequantize_mxfp4(packed, scales, torch.float64)
     for byte in range(255):
-        assert torch.equal(got[byte], torch.full((32,), math.ldexp(1.0, byte - 127), dtype=torch.float64))
+        assert torch.equal(
+            got[byte], torch.full((32,), math.ldexp(1.0, byte - 127), dtype=torch.float64)
+        )
     assert torch.isnan(got[255]).all()  # 0xFF is E8M0's NaN
     # fp32 keeps every scale but the top of the range finite: 2**(254-127) = 2**127 is fp32's
     # largest power of two, so 1.0 * that is finite while 6 * that overflows to inf.
     f32 = e8m0_to_float(scales.flatten(), torch.float32)
-    assert torch.equal(f32[:255].double(), torch.tensor([math.ldexp(1.0, b - 127) for b in range(255)]))
+    assert torch.equal(
+        f32[:255].double(), torch.tensor([math.ldexp(1.0, b - 127) for b in range(255)])
+    )
 
 
 def test_every_code_dequantizes_exactly():
@@ -206,7 +212,12 @@ def test_matches_naive_rule(values, shift):
 
 @given(st.lists(st.integers(min_value=0, max_value=0xFFFF), min_size=64, max_size=64))
 def test_bf16_bit_patterns_match_naive_rule(patterns):
-    x = torch.tensor(patterns, dtype=torch.int32).to(torch.int16).view(torch.bfloat16).reshape(1, 64)
+    x = (
+        torch.tensor(patterns, dtype=torch.int32)
+        .to(torch.int16)
+        .view(torch.bfloat16)
+        .reshape(1, 64)
+    )
     codes, scales = _codes(x)
     xs = x.float().flatten().tolist()
     for b in range(2):
@@ -215,7 +226,11 @@ def test_bf16_bit_patterns_match_naive_rule(patterns):
         assert codes[32 * b : 32 * b + 32] == exp_codes
 
 
-@given(st.lists(st.floats(min_value=-(2.0**100), max_value=2.0**100, width=32), min_size=64, max_size=64))
+@given(
+    st.lists(
+        st.floats(min_value=-(2.0**100), max_value=2.0**100, width=32), min_size=64, max_size=64
+    )
+)
 def test_error_is_at_most_half_a_grid_step_or_saturated(values):
     x = torch.tensor([values], dtype=torch.float32)
     packed, scales = quantize_mxfp4(x)
@@ -255,22 +270,34 @@ def test_dequantize_accepts_torch_fp4_and_e8m0_views():
 @pytest.mark.parametrize(
     ("call", "error", "match"),
     [
-        (lambda: quantize_mxfp4(torch.zeros(2, 32, dtype=torch.float16)), TypeError, "x must be bfloat16 or float32"),
+        (
+            lambda: quantize_mxfp4(torch.zeros(2, 32, dtype=torch.float16)),
+            TypeError,
+            "x must be bfloat16 or float32",
+        ),
         (lambda: quantize_mxfp4(torch.zeros(2, 48)), ValueError, r"K\) must be a multiple of 32"),
         (lambda: quantize_mxfp4(torch.tensor(1.0)), ValueError, "at least one dimension"),
         (lambda: quantize_mxfp4([1.0] * 32), TypeError, "x must be a torch.Tensor"),
         (
-            lambda: dequantize_mxfp4(torch.zeros(2, 16, dtype=torch.uint8), torch.zeros(2, 2, dtype=torch.uint8)),
+            lambda: dequantize_mxfp4(
+                torch.zeros(2, 16, dtype=torch.uint8), torch.zeros(2, 2, dtype=torch.uint8)
+            ),
             ValueError,
             r"scales must have shape \(2, 1\)",
         ),
         (
-            lambda: dequantize_mxfp4(torch.zeros(2, 16, dtype=torch.int8), torch.zeros(2, 1, dtype=torch.uint8)),
+            lambda: dequantize_mxfp4(
+                torch.zeros(2, 16, dtype=torch.int8), torch.zeros(2, 1, dtype=torch.uint8)
+            ),
             TypeError,
             "packed must have dtype",
         ),
         (
-            lambda: dequantize_mxfp4(torch.zeros(2, 16, dtype=torch.uint8), torch.zeros(2, 1, dtype=torch.uint8), torch.int32),
+            lambda: dequantize_mxfp4(
+                torch.zeros(2, 16, dtype=torch.uint8),
+                torch.zeros(2, 1, dtype=torch.uint8),
+                torch.int32,
+            ),
             TypeError,
             "dtype must be a floating-point",
         ),

@@ -30,7 +30,12 @@ def test_generate_input_draws_a_then_b_from_one_generator():
     assert torch.equal(got[0], a) and torch.equal(got[1], b)
 
 
-@given(st.integers(1, 9), st.sampled_from([16, 32, 48, 272]), st.sampled_from([64, 128, 320]), st.integers(0, 1000))
+@given(
+    st.integers(1, 9),
+    st.sampled_from([16, 32, 48, 272]),
+    st.sampled_from([64, 128, 320]),
+    st.integers(0, 1000),
+)
 def test_generate_input_is_consistent_with_itself(m, n, k, seed):
     a, b, b_q, b_shuffle, b_scale_sh = generate_input(m, n, k, seed)
     assert a.shape == (m, k) and b.shape == (n, k) and a.dtype == b.dtype == torch.bfloat16
@@ -54,7 +59,9 @@ def _grid_operands(m, n, k, seed):
     return a.to(torch.bfloat16), b.to(torch.bfloat16)
 
 
-@given(st.integers(1, 8), st.sampled_from([16, 32]), st.sampled_from([64, 128]), st.integers(0, 1000))
+@given(
+    st.integers(1, 8), st.sampled_from([16, 32]), st.sampled_from([64, 128]), st.integers(0, 1000)
+)
 def test_reference_is_exact_on_lossless_inputs(m, n, k, seed):
     a, b = _grid_operands(m, n, k, seed)
     q, s = quantize_mxfp4(b)
@@ -68,7 +75,10 @@ def _nearest_bf16(v: float) -> float:
     f = torch.tensor([v], dtype=torch.float64).to(torch.float32).to(torch.bfloat16)
     bits = int(f.view(torch.int16).item()) & 0xFFFF
     cands = [(bits + d) & 0xFFFF for d in (-2, -1, 0, 1, 2)]
-    vals = [torch.tensor([c], dtype=torch.int32).to(torch.int16).view(torch.bfloat16).double().item() for c in cands]
+    vals = [
+        torch.tensor([c], dtype=torch.int32).to(torch.int16).view(torch.bfloat16).double().item()
+        for c in cands
+    ]
     pairs = [(abs(x - v), (c & 1), x) for c, x in zip(cands, vals, strict=True) if math.isfinite(x)]
     best = min(p[0] for p in pairs)
     return min((p for p in pairs if p[0] == best), key=lambda p: p[1])[2]
@@ -126,9 +136,19 @@ def test_check_leaderboard_nonfinite_must_match(out, ref, passed):
         (lambda: generate_input(4, 24, 128, 0), ValueError, "multiple of 16"),
         (lambda: generate_input(0, 32, 128, 0), ValueError, ">= 1"),
         (lambda: generate_input(4, 32, 128.0, 0), TypeError, "k must be an int"),
-        (lambda: reference_gemm(torch.zeros(2, 64), torch.zeros(16, 32, dtype=torch.uint8), None), TypeError, "bfloat16"),
         (
-            lambda: reference_gemm(torch.zeros(2, 64, dtype=torch.bfloat16), torch.zeros(16, 16, dtype=torch.uint8), None),
+            lambda: reference_gemm(
+                torch.zeros(2, 64), torch.zeros(16, 32, dtype=torch.uint8), None
+            ),
+            TypeError,
+            "bfloat16",
+        ),
+        (
+            lambda: reference_gemm(
+                torch.zeros(2, 64, dtype=torch.bfloat16),
+                torch.zeros(16, 16, dtype=torch.uint8),
+                None,
+            ),
             ValueError,
             r"B_shuffle must be \(N, K/2\)",
         ),
