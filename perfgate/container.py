@@ -1,0 +1,298 @@
+"""``python -m perfgate container [options] [--] SESSION [ARGS...]``: a nox session in the ROCm image.
+
+Builds ``docker/Dockerfile`` with the Docker SDK (any Docker-API engine: Docker, or Podman's
+``podman system service``), then runs ``nox --no-venv -s SESSION -- ARGS`` inside it with the AMD
+GPU passed through: ``/dev/kfd`` and ``/dev/dri``, the host's numeric ``video`` and ``render``
+group ids, ``seccomp=unconfined`` and the host IPC namespace (PyTorch's shared memory).
+
+The repository is bind-mounted read-write at ``/workspace``, so results (``.perfgate/results``,
+rewritten baselines) land in the checkout directly: nothing needs copying back. The image's
+entrypoint then hands files it created back to the calling user (``PERFGATE_HOST_UID/GID``).
+Caches (Triton, torch extensions, pip) live on a named volume mounted at ``/cache``.
+
+``build_run_spec`` is a pure function from facts to the keyword arguments of
+``client.containers.run``: the unit tests check it without an engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import grp
+import os
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+DEFAULT_IMAGE = "mxfp4-gemm-suite:rocm-gfx950"
+DEFAULT_CACHE_VOLUME = "mxfp4-gemm-suite-cache"
+DOCKERFILE = "docker/Dockerfile"
+WORKSPACE = "/workspace"
+CACHE_DIR = "/cache"
+GPU_DEVICES = ("/dev/kfd", "/dev/dri")
+GPU_GROUPS = ("video", "render")
+EXIT_SETUP = 2  # could not get as far as running the session
+
+# Host variables the session inside needs. GITHUB_* are passed too (commit, run id and ref for
+# the result fingerprint and report), except the ones naming host paths or secrets.
+PASSTHROUGH = (
+    "CI",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "CUDA_VISIBLE_DEVICES",
+    "PYTEST_ADDOPTS",
+)
+PASSTHROUGH_PREFIXES = ("PERFGATE_", "MXFP4_", "GITHUB_")
+NOT_PASSED = frozenset(
+    {
+        "GITHUB_TOKEN",
+        "GITHUB_ENV",
+        "GITHUB_OUTPUT",
+        "GITHUB_PATH",
+        "GITHUB_STATE",
+        "GITHUB_STEP_SUMMARY",
+        "GITHUB_EVENT_PATH",
+        "GITHUB_WORKSPACE",
+        "GITHUB_ACTION_PATH",
+        # Set by this module for the entrypoint; a host value must not override it.
+        "PERFGATE_HOST_UID",
+        "PERFGATE_HOST_GID",
+    }
+)
+
+
+class ContainerError(Exception):
+    """The session cannot be started; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class GpuAccess:
+    """What the container needs from the host to reach its AMD GPUs."""
+
+    devices: tuple[str, ...]
+    group_ids: tuple[int, ...]
+
+
+def host_gpu_access(
+    exists: Callable[[str], bool] = os.path.exists,
+    getgrnam: Callable[[str], Any] = grp.getgrnam,
+) -> GpuAccess:
+    """The GPU device nodes and the numeric ids of the groups that own them on this host.
+
+    Numeric ids, because the image's ``/etc/group`` need not agree with the host's: ``render``
+    in particular has a different id on every distribution.
+    """
+    missing = [dev for dev in GPU_DEVICES if not exists(dev)]
+    if missing:
+        raise ContainerError(
+            f"{' and '.join(missing)} missing on this host: the ROCm container needs an AMD GPU "
+            "with the amdgpu driver loaded (use --allow-no-gpu only to test the container itself)"
+        )
+    ids = []
+    for name in GPU_GROUPS:
+        try:
+            ids.append(int(getgrnam(name).gr_gid))
+        except KeyError:
+            raise ContainerError(
+                f"this host has no {name!r} group: ROCm needs the group that owns /dev/kfd and "
+                f"/dev/dri/renderD* (create it, e.g. `groupadd -r {name}`, and let udev own the "
+                "devices by it)"
+            ) from None
+    return GpuAccess(devices=GPU_DEVICES, group_ids=tuple(ids))
+
+
+def container_environment(
+    environ: Mapping[str, str], *, host_uid: int, host_gid: int, skip_gpu_check: bool
+) -> dict[str, str]:
+    """The variables passed into the container (sorted, for stable specs and logs)."""
+    env = {
+        name: value
+        for name, value in environ.items()
+        if (name in PASSTHROUGH or name.startswith(PASSTHROUGH_PREFIXES)) and name not in NOT_PASSED
+    }
+    env["PERFGATE_HOST_UID"] = str(host_uid)
+    env["PERFGATE_HOST_GID"] = str(host_gid)
+    env["PERFGATE_IN_CONTAINER"] = "1"
+    # git (for the commit in result fingerprints) refuses a repository owned by another user
+    # unless it is declared safe; root inside the container is "another user".
+    env["GIT_CONFIG_COUNT"] = "1"
+    env["GIT_CONFIG_KEY_0"] = "safe.directory"
+    env["GIT_CONFIG_VALUE_0"] = WORKSPACE
+    if skip_gpu_check:
+        env["PERFGATE_SKIP_GPU_CHECK"] = "1"
+    return dict(sorted(env.items()))
+
+
+def nox_command(session: str, posargs: Iterable[str]) -> list[str]:
+    """``nox --no-venv -s SESSION [-- ARGS]``: the image's torch and triton, no virtualenv."""
+    if not session or session.startswith("-"):
+        raise ValueError(f"session must be a nox session name, got {session!r}")
+    posargs = list(posargs)
+    return ["nox", "--no-venv", "-s", session, *(["--", *posargs] if posargs else [])]
+
+
+def build_run_spec(
+    *,
+    image: str,
+    repo: Path,
+    command: list[str],
+    environment: Mapping[str, str],
+    gpu: GpuAccess | None,
+    cache_volume: str = DEFAULT_CACHE_VOLUME,
+) -> dict[str, Any]:
+    """Keyword arguments for ``client.containers.run`` (detached; the caller streams the logs).
+
+    ``gpu=None`` (``--allow-no-gpu``) leaves the devices and groups out and nothing else.
+    """
+    if not repo.is_absolute():
+        raise ValueError(f"repo must be an absolute path, got {str(repo)!r}")
+    devices = [f"{dev}:{dev}:rwm" for dev in gpu.devices] if gpu else []
+    group_add = [str(gid) for gid in gpu.group_ids] if gpu else []
+    return {
+        "image": image,
+        "command": list(command),
+        "devices": devices,
+        "group_add": group_add,
+        "security_opt": ["seccomp=unconfined"],
+        # The host IPC namespace gives PyTorch the host's /dev/shm (the 64 MB default is too
+        # small for its shared-memory tensors and RCCL).
+        "ipc_mode": "host",
+        "volumes": {
+            str(repo): {"bind": WORKSPACE, "mode": "rw"},
+            cache_volume: {"bind": CACHE_DIR, "mode": "rw"},
+        },
+        "working_dir": WORKSPACE,
+        "environment": dict(environment),
+        "detach": True,
+    }
+
+
+def build_image(
+    client: Any, repo: Path, tag: str, *, dockerfile: str = DOCKERFILE, out: TextIO | None = None
+) -> None:
+    """Build ``dockerfile`` (relative to ``repo``, the build context) as ``tag``, streaming the log.
+
+    The low-level ``client.api.build`` streams; ``client.images.build`` would print nothing until
+    the (long, first-time) base-image pull and install are over.
+    """
+    out = out or sys.stdout
+    for chunk in client.api.build(
+        path=str(repo), dockerfile=dockerfile, tag=tag, rm=True, forcerm=True, decode=True
+    ):
+        if "error" in chunk:
+            raise ContainerError(
+                f"building {tag} from {dockerfile} failed: {chunk['error'].strip()}"
+            )
+        text = chunk.get("stream") or chunk.get("status")
+        if text:
+            out.write(text if text.endswith("\n") else text + "\n")
+            out.flush()
+
+
+def run_container(client: Any, spec: Mapping[str, Any], *, out: TextIO | None = None) -> int:
+    """Start the container, stream its output, remove it, and return its exit status.
+
+    Created and started in two steps (what ``containers.run`` does in one) so that a container
+    whose start fails (a device the engine cannot map, say) is removed too.
+    """
+    out = out or sys.stdout
+    container = client.containers.create(**spec)
+    try:
+        container.start()
+        for chunk in container.logs(stream=True, follow=True):
+            out.write(chunk.decode("utf-8", errors="replace"))
+            out.flush()
+        return int(container.wait()["StatusCode"])
+    finally:
+        container.remove(force=True)  # also stops it after Ctrl-C
+
+
+def _repo_root() -> Path:
+    # perfgate/ sits at the repository root; the Dockerfile path is relative to it.
+    return Path(__file__).resolve().parent.parent
+
+
+def _client() -> Any:
+    import docker  # the `container` extra; imported here so `--help` needs no Docker SDK
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except docker.errors.DockerException as exc:
+        where = os.environ.get("DOCKER_HOST", "the default socket")
+        raise ContainerError(f"no Docker-API engine reachable at {where}: {exc}") from exc
+    return client
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        gpu = None if args.allow_no_gpu else host_gpu_access()
+        repo = _repo_root()
+        command = ["perfgate-gpu-check"] if args.check_gpu else nox_command(args.session, args.args)
+        environment = container_environment(
+            os.environ,
+            host_uid=os.getuid(),
+            host_gid=os.getgid(),
+            skip_gpu_check=args.allow_no_gpu,
+        )
+        spec = build_run_spec(
+            image=args.image,
+            repo=repo,
+            command=command,
+            environment=environment,
+            gpu=gpu,
+            cache_volume=args.cache_volume,
+        )
+        client = _client()
+        if not args.no_build:
+            build_image(client, repo, args.image)
+        print(f"perfgate container: {' '.join(command)} in {args.image}", flush=True)
+        return run_container(client, spec)
+    except (ContainerError, ValueError) as exc:
+        print(f"perfgate container: {exc}", file=sys.stderr)
+        return EXIT_SETUP
+    except Exception as exc:
+        # The engine refused the container (docker.errors.APIError and friends): one line, not
+        # a traceback, and the setup exit status so CI does not read it as a test failure.
+        if type(exc).__module__.startswith("docker."):
+            print(f"perfgate container: the engine refused: {exc}", file=sys.stderr)
+            return EXIT_SETUP
+        raise
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "container",
+        help="run a nox session inside the ROCm gfx950 image",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument("--image", default=DEFAULT_IMAGE, help="image tag to build and run")
+    parser.add_argument("--no-build", action="store_true", help="run the existing image as is")
+    parser.add_argument(
+        "--cache-volume",
+        default=DEFAULT_CACHE_VOLUME,
+        help="named volume for the Triton/extension/pip caches",
+    )
+    parser.add_argument(
+        "--check-gpu",
+        action="store_true",
+        help="only run the image's GPU check (exit 0 when a gfx950 GPU is visible)",
+    )
+    parser.add_argument(
+        "--allow-no-gpu",
+        action="store_true",
+        help="run without /dev/kfd and skip the image's GPU check (GPU-less sessions, testing)",
+    )
+    parser.add_argument("session", nargs="?", help="nox session to run inside (test, bench, ...)")
+    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the session")
+    parser.set_defaults(func=_command)
+
+
+def _command(args: argparse.Namespace) -> int:
+    if args.args[:1] == ["--"]:
+        args.args = args.args[1:]
+    if args.session is None and not args.check_gpu:
+        print("perfgate container: name a nox session (or use --check-gpu)", file=sys.stderr)
+        return EXIT_SETUP
+    return _run(args)

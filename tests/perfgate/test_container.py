@@ -1,0 +1,497 @@
+"""``python -m perfgate container``: the run specification, the GPU preconditions, the image's GPU
+check, and a real build and run on a Docker-API engine where one is reachable.
+
+The real-engine tests build a tiny image FROM scratch holding one static C program installed as
+``nox``: it reports what the container saw (argv, cwd, groups, devices, environment) and writes
+into the bind-mounted repository and the cache volume, so the whole path, from the spec to the
+exit status, runs for real without a network or a GPU. Point them at an engine with
+``DOCKER_HOST`` (``bash docker/podman-service.sh`` starts one from Debian's podman).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import io
+import os
+import shutil
+import subprocess
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from perfgate import container
+from perfgate.container import (
+    ContainerError,
+    GpuAccess,
+    build_run_spec,
+    container_environment,
+    host_gpu_access,
+    nox_command,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _group(gid: int) -> SimpleNamespace:
+    return SimpleNamespace(gr_gid=gid)
+
+
+# ---- host preconditions ---------------------------------------------------------------------
+
+
+def test_gpu_access_uses_numeric_ids_of_video_and_render() -> None:
+    groups = {"video": _group(44), "render": _group(992)}
+    access = host_gpu_access(exists=lambda path: True, getgrnam=groups.__getitem__)
+    assert access == GpuAccess(devices=("/dev/kfd", "/dev/dri"), group_ids=(44, 992))
+
+
+@pytest.mark.parametrize(
+    ("present", "missing"),
+    [
+        ({"/dev/dri"}, "/dev/kfd"),  # no amdgpu KFD: the usual "no AMD GPU" host
+        ({"/dev/kfd"}, "/dev/dri"),  # KFD without render nodes: cannot submit work
+        (set(), "/dev/kfd and /dev/dri"),
+    ],
+)
+def test_missing_device_is_a_clear_error(present: set[str], missing: str) -> None:
+    def getgrnam(name: str):
+        raise AssertionError("groups must not be looked up when a device is missing")
+
+    with pytest.raises(ContainerError, match=f"^{missing} missing on this host"):
+        host_gpu_access(exists=present.__contains__, getgrnam=getgrnam)
+
+
+@pytest.mark.parametrize("absent", ["video", "render"])
+def test_missing_group_is_a_clear_error(absent: str) -> None:
+    groups = {"video": _group(44), "render": _group(992)}
+    del groups[absent]
+    with pytest.raises(ContainerError, match=f"no '{absent}' group"):
+        host_gpu_access(exists=lambda path: True, getgrnam=groups.__getitem__)
+
+
+def test_cli_without_kfd_exits_2_before_touching_an_engine(monkeypatch, capsys) -> None:
+    # A Docker host that cannot be reached: if the command got as far as the engine the error
+    # would be about the engine, not about /dev/kfd.
+    if os.path.exists("/dev/kfd"):
+        pytest.skip("this machine has /dev/kfd")
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    assert _cli(["test"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perfgate container: /dev/kfd")
+    assert "missing on this host" in err
+    assert "--allow-no-gpu" in err
+
+
+def test_cli_needs_a_session(capsys) -> None:
+    assert _cli([]) == 2
+    assert "name a nox session" in capsys.readouterr().err
+
+
+def test_cli_reports_an_unreachable_engine(monkeypatch, capsys) -> None:
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+    assert _cli(["--allow-no-gpu", "--no-build", "test"]) == 2
+    assert (
+        "no Docker-API engine reachable at unix:///nonexistent/docker.sock"
+        in capsys.readouterr().err
+    )
+
+
+# ---- the run specification ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("session", "posargs", "expected"),
+    [
+        ("test", [], ["nox", "--no-venv", "-s", "test"]),
+        (
+            "test",
+            ["-n", "8", "-k", "gemm"],
+            ["nox", "--no-venv", "-s", "test", "--", "-n", "8", "-k", "gemm"],
+        ),
+        # A posarg that looks like an option must still reach the session, after "--".
+        (
+            "bench",
+            ["--suite", "device"],
+            ["nox", "--no-venv", "-s", "bench", "--", "--suite", "device"],
+        ),
+    ],
+)
+def test_nox_command(session: str, posargs: list[str], expected: list[str]) -> None:
+    assert nox_command(session, posargs) == expected
+
+
+@pytest.mark.parametrize("session", ["", "-s", "--no-venv"])
+def test_nox_command_rejects_non_session(session: str) -> None:
+    with pytest.raises(ValueError, match="session must be a nox session name"):
+        nox_command(session, [])
+
+
+def test_environment_passes_what_the_session_needs_and_nothing_else() -> None:
+    host = {
+        "CI": "true",
+        "PERFGATE_REQUIRE_GPU": "1",
+        "MXFP4_REQUIRE_NATIVE_REDUCER": "1",
+        "HIP_VISIBLE_DEVICES": "0,1",
+        "GITHUB_SHA": "abc123",
+        "GITHUB_RUN_ID": "42",
+        # host paths and secrets stay outside
+        "GITHUB_STEP_SUMMARY": "/home/runner/_work/_temp/summary",
+        "GITHUB_TOKEN": "ghs_secret",
+        "GITHUB_WORKSPACE": "/home/runner/_work/repo",
+        "PERFGATE_HOST_UID": "0",  # must not override the real uid
+        # unrelated host state
+        "HOME": "/root",
+        "PATH": "/usr/bin",
+        "LD_LIBRARY_PATH": "/opt/host/lib",
+    }
+    env = container_environment(host, host_uid=1001, host_gid=1002, skip_gpu_check=False)
+    assert env == {
+        "CI": "true",
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_SHA": "abc123",
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "safe.directory",
+        "GIT_CONFIG_VALUE_0": "/workspace",
+        "HIP_VISIBLE_DEVICES": "0,1",
+        "MXFP4_REQUIRE_NATIVE_REDUCER": "1",
+        "PERFGATE_HOST_GID": "1002",
+        "PERFGATE_HOST_UID": "1001",
+        "PERFGATE_IN_CONTAINER": "1",
+        "PERFGATE_REQUIRE_GPU": "1",
+    }
+
+
+def test_environment_skip_gpu_check_only_when_asked() -> None:
+    assert "PERFGATE_SKIP_GPU_CHECK" not in container_environment(
+        {}, host_uid=1, host_gid=1, skip_gpu_check=False
+    )
+    env = container_environment({}, host_uid=1, host_gid=1, skip_gpu_check=True)
+    assert env["PERFGATE_SKIP_GPU_CHECK"] == "1"
+
+
+def test_run_spec_for_an_amd_gpu(tmp_path: Path) -> None:
+    spec = build_run_spec(
+        image="img:tag",
+        repo=tmp_path,
+        command=["nox", "--no-venv", "-s", "test"],
+        environment={"CI": "true"},
+        gpu=GpuAccess(devices=("/dev/kfd", "/dev/dri"), group_ids=(44, 992)),
+        cache_volume="cachevol",
+    )
+    assert spec == {
+        "image": "img:tag",
+        "command": ["nox", "--no-venv", "-s", "test"],
+        "devices": ["/dev/kfd:/dev/kfd:rwm", "/dev/dri:/dev/dri:rwm"],
+        "group_add": ["44", "992"],
+        "security_opt": ["seccomp=unconfined"],
+        "ipc_mode": "host",
+        "volumes": {
+            str(tmp_path): {"bind": "/workspace", "mode": "rw"},
+            "cachevol": {"bind": "/cache", "mode": "rw"},
+        },
+        "working_dir": "/workspace",
+        "environment": {"CI": "true"},
+        "detach": True,
+    }
+
+
+def test_run_spec_without_gpu_drops_only_devices_and_groups(tmp_path: Path) -> None:
+    common = {"image": "i", "repo": tmp_path, "command": ["nox"], "environment": {}}
+    with_gpu = build_run_spec(**common, gpu=GpuAccess(("/dev/kfd",), (44,)))
+    without = build_run_spec(**common, gpu=None)
+    assert without["devices"] == [] and without["group_add"] == []
+    assert {k: v for k, v in with_gpu.items() if k not in ("devices", "group_add")} == {
+        k: v for k, v in without.items() if k not in ("devices", "group_add")
+    }
+
+
+def test_run_spec_needs_an_absolute_repo() -> None:
+    with pytest.raises(ValueError, match="repo must be an absolute path"):
+        build_run_spec(image="i", repo=Path("rel"), command=["nox"], environment={}, gpu=None)
+
+
+def test_build_error_is_reported() -> None:
+    class FakeApi:
+        def build(self, **kwargs):
+            assert kwargs["dockerfile"] == "docker/Dockerfile" and kwargs["decode"] is True
+            yield {"stream": "Step 1/2 : FROM x\n"}
+            yield {"error": "pull access denied for x\n"}
+
+    out = io.StringIO()
+    with pytest.raises(ContainerError, match=r"failed: pull access denied for x$"):
+        container.build_image(SimpleNamespace(api=FakeApi()), REPO, "t:1", out=out)
+    assert out.getvalue() == "Step 1/2 : FROM x\n"
+
+
+class _FakeContainer:
+    def __init__(self, fail_start: bool) -> None:
+        self.fail_start = fail_start
+        self.removed = False
+
+    def start(self) -> None:
+        if self.fail_start:
+            raise RuntimeError("error gathering device information")
+
+    def logs(self, stream: bool, follow: bool):
+        assert stream and follow  # output is streamed while the session runs
+        yield b"line 1\n"
+        yield b"line \xff2\n"  # undecodable bytes must not kill the log stream
+
+    def wait(self) -> dict:
+        return {"StatusCode": 7}
+
+    def remove(self, force: bool) -> None:
+        assert force
+        self.removed = True
+
+
+def _fake_client(fake: _FakeContainer, seen: dict) -> SimpleNamespace:
+    def create(**kwargs):
+        seen.update(kwargs)
+        return fake
+
+    return SimpleNamespace(containers=SimpleNamespace(create=create))
+
+
+def test_run_container_streams_returns_status_and_removes(tmp_path: Path) -> None:
+    fake, seen, out = _FakeContainer(fail_start=False), {}, io.StringIO()
+    spec = build_run_spec(image="i", repo=tmp_path, command=["nox"], environment={}, gpu=None)
+    assert container.run_container(_fake_client(fake, seen), spec, out=out) == 7
+    assert seen == spec
+    assert out.getvalue() == "line 1\nline \ufffd2\n"
+    assert fake.removed
+
+
+def test_run_container_removes_a_container_that_failed_to_start(tmp_path: Path) -> None:
+    fake = _FakeContainer(fail_start=True)
+    spec = build_run_spec(image="i", repo=tmp_path, command=["nox"], environment={}, gpu=None)
+    with pytest.raises(RuntimeError, match="device information"):
+        container.run_container(_fake_client(fake, {}), spec, out=io.StringIO())
+    assert fake.removed
+
+
+# ---- the image's GPU check (docker/gpu_check.py) --------------------------------------------
+
+
+def _load_gpu_check():
+    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "docker" / "gpu_check.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fake_torch(archs: list[str], hip: str | None = "7.2.0") -> SimpleNamespace:
+    props = [SimpleNamespace(name="AMD Instinct MI355X", gcnArchName=a) for a in archs]
+    cuda = SimpleNamespace(
+        is_available=lambda: bool(archs),
+        device_count=lambda: len(archs),
+        get_device_properties=props.__getitem__,
+    )
+    return SimpleNamespace(__version__="2.10.0", version=SimpleNamespace(hip=hip), cuda=cuda)
+
+
+def test_gpu_check_passes_on_gfx950() -> None:
+    gpu_check = _load_gpu_check()
+    # gcnArchName carries feature suffixes on ROCm: only the part before ':' is the arch.
+    summary = gpu_check.check(_fake_torch(["gfx950:sramecc+:xnack-"] * 2), "gfx950", True)
+    assert summary.startswith("GPU check passed: 2 x AMD Instinct MI355X (gfx950)")
+
+
+@pytest.mark.parametrize(
+    ("torch_", "kfd", "message"),
+    [
+        (_fake_torch(["gfx950"]), False, "/dev/kfd is missing"),
+        (_fake_torch(["gfx950"], hip=None), True, "is not a ROCm build"),
+        (_fake_torch([]), True, "torch sees no GPU"),
+        # one MI300X among MI355Xs: the whole container is refused, naming the odd one out
+        (
+            _fake_torch(["gfx950", "gfx942:sramecc+:xnack-"]),
+            True,
+            "GPU 1: AMD Instinct MI355X is gfx942",
+        ),
+    ],
+)
+def test_gpu_check_refuses(torch_, kfd: bool, message: str) -> None:
+    gpu_check = _load_gpu_check()
+    with pytest.raises(gpu_check.GpuCheckError, match=message):
+        gpu_check.check(torch_, "gfx950", kfd)
+
+
+def test_gpu_check_script_fails_here_with_exit_3() -> None:
+    # This machine has no /dev/kfd: the script must say so and exit 3, not 0.
+    if os.path.exists("/dev/kfd"):
+        pytest.skip("this machine has /dev/kfd")
+    proc = subprocess.run(
+        ["python3", str(REPO / "docker" / "gpu_check.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 3
+    assert "perfgate GPU check FAILED: /dev/kfd is missing" in proc.stderr
+
+
+# ---- a real Docker-API engine ---------------------------------------------------------------
+
+PROBE_C = r"""
+#include <grp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+extern char **environ;
+
+static int write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    if (!f) { printf("cannot-write=%s\n", path); return 1; }
+    fputs(text, f);
+    return fclose(f) != 0;
+}
+
+int main(int argc, char **argv) {
+    char buf[4096];
+    printf("argv=");
+    for (int i = 0; i < argc; i++) printf(i ? "|%s" : "%s", argv[i]);
+    printf("\ncwd=%s\n", getcwd(buf, sizeof buf) ? buf : "?");
+    gid_t groups[64];
+    int n = getgroups(64, groups);
+    for (int i = 0; i < n; i++) printf("group=%u\n", (unsigned)groups[i]);
+    struct stat st;
+    printf("kfd=%s\n", stat("/dev/kfd", &st) == 0 && S_ISCHR(st.st_mode) ? "char" : "missing");
+    for (char **e = environ; *e; e++) printf("env=%s\n", *e);
+    FILE *m = fopen("marker.txt", "r");
+    if (m && fgets(buf, sizeof buf, m)) printf("marker=%s", buf);
+    mkdir(".perfgate", 0755);
+    mkdir(".perfgate/results", 0755);
+    int bad = write_file(".perfgate/results/probe.txt", "written in the container\n")
+            + write_file("/cache/probe.txt", "cache\n");
+    const char *code = getenv("PERFGATE_PROBE_EXIT");
+    return bad ? 99 : (code ? atoi(code) : 0);
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def engine():
+    docker = pytest.importorskip(
+        "docker", reason="the Docker SDK (extra 'container') is not installed"
+    )
+    where = os.environ.get("DOCKER_HOST", "the default socket")
+    try:
+        client = docker.from_env(timeout=30)
+        client.ping()
+    except docker.errors.DockerException as exc:
+        pytest.skip(
+            f"no Docker-API engine reachable at {where} ({type(exc).__name__}); start one with "
+            "`bash docker/podman-service.sh` and export DOCKER_HOST=unix:///tmp/podman.sock"
+        )
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="module")
+def probe_image(engine, tmp_path_factory):
+    cc = shutil.which("cc")
+    if cc is None:
+        pytest.skip("no C compiler (cc) to build the static probe program for the test image")
+    context = tmp_path_factory.mktemp("probe-context")
+    (context / "probe.c").write_text(PROBE_C)
+    subprocess.run(
+        [cc, "-static", "-Os", "-o", str(context / "nox"), str(context / "probe.c")],
+        check=True,
+        timeout=120,
+    )
+    (context / "Dockerfile").write_text(
+        "FROM scratch\nCOPY nox /usr/local/bin/nox\nENV PATH=/usr/local/bin\n"
+    )
+    tag = f"perfgate-probe:{uuid.uuid4().hex[:12]}"
+    log = io.StringIO()
+    container.build_image(engine, context, tag, dockerfile="Dockerfile", out=log)
+    assert "COPY nox /usr/local/bin/nox" in log.getvalue()  # the build log was streamed
+    yield tag
+    engine.images.remove(tag, force=True)
+
+
+@pytest.fixture
+def cache_volume(engine):
+    name = f"perfgate-probe-cache-{uuid.uuid4().hex[:12]}"
+    yield name
+    for volume in engine.volumes.list(filters={"name": name}):
+        volume.remove(force=True)
+
+
+def _probe_lines(output: str, key: str) -> list[str]:
+    return [line.split("=", 1)[1] for line in output.splitlines() if line.startswith(key + "=")]
+
+
+def test_real_engine_run_follows_the_spec(
+    engine, probe_image, cache_volume, tmp_path: Path
+) -> None:
+    (tmp_path / "marker.txt").write_text("from the host\n")
+    env = container_environment(
+        {"PERFGATE_PROBE_EXIT": "5", "PERFGATE_REQUIRE_GPU": "1", "GITHUB_TOKEN": "secret"},
+        host_uid=os.getuid(),
+        host_gid=os.getgid(),
+        skip_gpu_check=False,
+    )
+    spec = build_run_spec(
+        image=probe_image,
+        repo=tmp_path,
+        command=nox_command("probe", ["-k", "a b"]),
+        environment=env,
+        # 4242 is in no group file: group_add must pass numbers through untranslated.
+        gpu=GpuAccess(devices=("/dev/null",), group_ids=(44, 4242)),
+        cache_volume=cache_volume,
+    )
+    # This machine has no /dev/kfd: hand the engine the same device syntax with the host's
+    # /dev/null standing in for it, so the device path is exercised for real.
+    assert spec["devices"] == ["/dev/null:/dev/null:rwm"]
+    spec["devices"] = ["/dev/null:/dev/kfd:rwm"]
+    out = io.StringIO()
+
+    status = container.run_container(engine, spec, out=out)
+
+    text = out.getvalue()
+    assert status == 5, text  # the container's exit status, not a generic failure
+    assert _probe_lines(text, "argv") == ["nox|--no-venv|-s|probe|--|-k|a b"]
+    assert _probe_lines(text, "cwd") == ["/workspace"]
+    assert {"44", "4242"} <= set(_probe_lines(text, "group"))
+    assert _probe_lines(text, "kfd") == ["char"]
+    assert _probe_lines(text, "marker") == ["from the host"]
+    seen_env = set(_probe_lines(text, "env"))
+    assert {
+        "PERFGATE_REQUIRE_GPU=1",
+        "PERFGATE_IN_CONTAINER=1",
+        "GIT_CONFIG_VALUE_0=/workspace",
+    } <= seen_env
+    assert not any(e.startswith("GITHUB_TOKEN=") for e in seen_env)
+    # results written in the container are in the host's checkout: nothing to copy back
+    assert (tmp_path / ".perfgate/results/probe.txt").read_text() == "written in the container\n"
+    # the container was removed after the run
+    assert not engine.containers.list(all=True, filters={"ancestor": probe_image})
+
+
+def test_real_engine_cli_end_to_end(
+    engine, probe_image, cache_volume, tmp_path: Path, monkeypatch, capfd
+) -> None:
+    monkeypatch.setattr(container, "_repo_root", lambda: tmp_path)
+    monkeypatch.setenv("PERFGATE_PROBE_EXIT", "0")
+    args = ["--no-build", "--allow-no-gpu", "--image", probe_image, "--cache-volume", cache_volume]
+    status = _cli([*args, "--", "probe", "-x"])
+    text = capfd.readouterr().out
+    assert status == 0, text
+    assert "argv=nox|--no-venv|-s|probe|--|-x" in text
+    assert "env=PERFGATE_SKIP_GPU_CHECK=1" in text  # --allow-no-gpu also skips the image's check
+    assert "kfd=missing" in text
+    assert (tmp_path / ".perfgate/results/probe.txt").is_file()
+
+
+def _cli(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="perfgate")
+    container.register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["container", *argv])
+    return args.func(args)
