@@ -1,0 +1,33 @@
+// Vendor compatibility for splitk_reduce.cu.
+//
+// The kernel source uses only the mx_* names below; this header is the one place that knows
+// whether it is being compiled by nvcc (CUDA), hipcc (ROCm) or by a bare clang for the static
+// ISA gate (MXFP4_BARE_DEVICE, see bare_amdgcn.h). Each branch is a flat list of the same names.
+#pragma once
+
+#if defined(MXFP4_BARE_DEVICE)
+#include "bare_amdgcn.h"
+#elif defined(__HIPCC__)
+#include <hip/hip_runtime.h>
+typedef hipStream_t mx_stream_t;
+typedef hipError_t mx_error_t;
+#define mx_success hipSuccess
+#define mx_last_error hipGetLastError
+#define mx_error_string hipGetErrorString
+#else
+#include <cuda_runtime.h>
+typedef cudaStream_t mx_stream_t;
+typedef cudaError_t mx_error_t;
+#define mx_success cudaSuccess
+#define mx_last_error cudaGetLastError
+#define mx_error_string cudaGetErrorString
+#endif
+
+#if !defined(MXFP4_BARE_DEVICE)
+// Both runtimes ship float4 / uint2 (16- and 8-byte aligned) and __float_as_uint.
+typedef float4 mx_float4;
+typedef uint2 mx_uint2;
+__device__ __forceinline__ unsigned mx_float_bits(float f) { return __float_as_uint(f); }
+__device__ __forceinline__ unsigned mx_thread_x() { return threadIdx.x; }
+__device__ __forceinline__ unsigned mx_block_x() { return blockIdx.x; }
+#endif

@@ -1,0 +1,83 @@
+"""Find and load a prebuilt native reducer. Never compiles: building is ``nox -s build``.
+
+The library is a plain shared object with a C ABI, called through ctypes (see docs/reducer.md
+for why not a torch extension). A build is used only when its manifest names this device's
+architecture and its source digest matches the sources in this checkout; anything else is
+reported as "not available" with the reason, so that a stale build is never run silently.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+from kernels.reducer.cache import read_manifest, reducer_dir, sources_digest
+
+ABI_VERSION = 1
+
+
+class NativeUnavailable(RuntimeError):
+    """No usable native reducer for this device; the message says why."""
+
+
+class NativeReducer:
+    """The loaded library: ``reducer(partials_ptr, out_ptr, s, m, n, ldo, stream)``."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        lib = ctypes.CDLL(str(path))
+        lib.mxfp4_splitk_abi_version.restype = ctypes.c_int
+        abi = lib.mxfp4_splitk_abi_version()
+        if abi != ABI_VERSION:
+            raise NativeUnavailable(f"{path} has ABI {abi}, this checkout expects {ABI_VERSION}")
+        lib.mxfp4_splitk_error_string.restype = ctypes.c_char_p
+        lib.mxfp4_splitk_error_string.argtypes = [ctypes.c_int]
+        fn = lib.mxfp4_splitk_reduce
+        fn.restype = ctypes.c_int
+        fn.argtypes = [
+            ctypes.c_void_p,  # partials
+            ctypes.c_void_p,  # out
+            ctypes.c_int,  # S
+            ctypes.c_longlong,  # M
+            ctypes.c_longlong,  # N
+            ctypes.c_longlong,  # out row stride
+            ctypes.c_void_p,  # stream
+        ]
+        self._lib = lib
+        self._fn = fn
+
+    def __call__(
+        self, partials_ptr: int, out_ptr: int, s: int, m: int, n: int, ldo: int, stream: int
+    ):
+        rc = self._fn(partials_ptr, out_ptr, s, m, n, ldo, stream)
+        if rc != 0:
+            reason = self._lib.mxfp4_splitk_error_string(rc).decode(errors="replace")
+            raise RuntimeError(f"native split-K reducer failed (code {rc}): {reason}")
+
+
+def locate(arch: str, directory: Path | None = None) -> Path:
+    """Path of the prebuilt library for ``arch``; raises NativeUnavailable with the reason."""
+    directory = directory if directory is not None else reducer_dir()
+    try:
+        manifest = read_manifest(directory, arch)
+    except (FileNotFoundError, ValueError) as exc:
+        raise NativeUnavailable(str(exc)) from None
+    if arch not in manifest["archs"]:
+        raise NativeUnavailable(f"the build in {directory} is for {manifest['archs']}, not {arch}")
+    if manifest["sources_digest"] != sources_digest():
+        raise NativeUnavailable(
+            f"the build in {directory} was made from other sources than this checkout's (stale)"
+        )
+    path = Path(manifest["library"])
+    if not path.is_file():
+        raise NativeUnavailable(f"the manifest names {path}, which does not exist")
+    return path
+
+
+def load(arch: str, directory: Path | None = None) -> NativeReducer:
+    """Load the prebuilt library for ``arch``; raises NativeUnavailable with the reason."""
+    path = locate(arch, directory)
+    try:
+        return NativeReducer(path)
+    except OSError as exc:
+        raise NativeUnavailable(f"cannot load {path}: {exc}") from None
