@@ -135,6 +135,7 @@ class Harness:
     # -- split-K reducer ----------------------------------------------------------------------
     def reducer(self, benchmark: Any, case: ReducerCase) -> None:
         import torch
+
         from kernels.splitk import reduce_partials, reducer_backend
 
         set_bytes = case.splits * case.m * case.n * 4 + case.m * case.n * 2

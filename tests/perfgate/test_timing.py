@@ -1,0 +1,232 @@
+"""perfgate.timing on the CPU: the device clock's arithmetic with fake events, flush and rotation
+sizing from device facts, the injected-slowdown sizing, and pytest-benchmark really storing what
+the fake device measured."""
+
+from __future__ import annotations
+
+import math
+import time
+
+import pytest
+
+from kernels.device import DeviceInfo
+from perfgate import timing
+
+H200 = DeviceInfo("nvidia", "NVIDIA H200", "sm90", 132, 60 * 2**20, 60 * 2**20, 32)
+# torch reports only the 4 MB L2 of MI355X; device.py adds the 256 MB Infinity Cache
+MI355X = DeviceInfo("amd", "AMD Instinct MI355X", "gfx950", 256, 4 * 2**20, 256 * 2**20, 64)
+
+
+class FakeDevice:
+    """A device timeline: work advances ``now_ms``; events read it when recorded."""
+
+    def __init__(self) -> None:
+        self.now_ms = 0.0
+        self.synchronized = 0
+
+    def event(self) -> FakeEvent:
+        return FakeEvent(self)
+
+
+class FakeEvent:
+    def __init__(self, device: FakeDevice) -> None:
+        self.device = device
+        self.t_ms: float | None = None
+
+    def record(self) -> None:
+        self.t_ms = self.device.now_ms
+
+    def synchronize(self) -> None:
+        self.device.synchronized += 1
+
+    def elapsed_time(self, end: FakeEvent) -> float:
+        assert self.t_ms is not None and end.t_ms is not None, "event not recorded"
+        return end.t_ms - self.t_ms
+
+
+# -- the clock ----------------------------------------------------------------------------------
+def test_clock_differences_are_exactly_the_added_samples():
+    clock = timing.DeviceClock()
+    # 0.1 s first: without the quantum, (0.1 + x) - 0.1 != x in float64 for these x
+    samples = [0.1, 3.3e-6, 1.7e-5, 4.1e-6, 1e-9]
+    for x in samples:
+        before = clock.read()
+        clock.add(x)
+        assert clock.read() - before == timing.quantize_seconds(x)
+        assert abs(timing.quantize_seconds(x) - x) <= timing.SECONDS_QUANTUM / 2
+
+
+@pytest.mark.parametrize(
+    "bad, exc",
+    [
+        (-1e-9, ValueError),  # time never runs backwards
+        (math.nan, ValueError),  # a failed event read must not poison the statistics
+        (math.inf, ValueError),
+        (True, TypeError),  # bool is an int subclass; refuse it anyway
+        ("1e-6", TypeError),
+    ],
+)
+def test_clock_rejects_bad_samples(bad, exc):
+    clock = timing.DeviceClock()
+    with pytest.raises(exc, match="seconds"):
+        clock.add(bad)
+    assert clock.read() == 0.0
+
+
+def test_clock_refuses_to_lose_exactness_and_resets():
+    clock = timing.DeviceClock()
+    clock.add(4095.0)  # just under 2**12 s: still exact
+    with pytest.raises(OverflowError, match="reset"):
+        clock.add(1.0)  # reaching 2**12 s would make differences inexact
+    clock.reset()
+    assert clock.read() == 0.0
+
+
+# -- events around the work ---------------------------------------------------------------------
+def test_timed_adds_elapsed_device_time_per_call():
+    dev, clock = FakeDevice(), timing.DeviceClock()
+
+    def work(x):
+        dev.now_ms += 0.25  # the graph replay: 4 calls of 62.5 us
+        return x * 2
+
+    timed = timing.Timed(work, calls=4, clock=clock, event=dev.event)
+    dev.now_ms = 10.0  # a busy device before: only the time between the events counts
+    assert timed(21) == 42
+    assert timed.last == 42
+    assert clock.read() == timing.quantize_seconds(0.25 / 1000 / 4)
+    assert dev.synchronized == 1  # the end event is waited for before reading it
+
+
+@pytest.mark.parametrize("calls", [0, -1, 1.5, True])
+def test_timed_rejects_bad_call_counts(calls):
+    with pytest.raises(ValueError, match="calls"):
+        timing.Timed(lambda: None, calls=calls)
+
+
+def test_timed_rejects_non_callable():
+    with pytest.raises(TypeError, match="work"):
+        timing.Timed(42)
+
+
+@pytest.mark.benchmark(timer=timing.device_clock)
+def test_pytest_benchmark_stores_device_time_not_host_time(benchmark):
+    """The whole path: marker timer -> pedantic rounds -> stats.data == the device samples."""
+    if benchmark.disabled:
+        pytest.skip("pytest-benchmark is disabled in this run")
+    dev = FakeDevice()
+    script = iter([0.5, 0.25, 0.125, 1.0, 0.75])  # ms per round; warm-up first
+    setups = []
+
+    def work():
+        dev.now_ms += next(script)
+        time.sleep(0.002)  # host time that must not reach the samples
+
+    target = timing.Timed(work, event=dev.event)
+    timing.CLOCK.add(1.0)  # leftovers from an earlier benchmark: measure() resets
+    timing.measure(benchmark, target, setup=lambda: setups.append(1), rounds=4, warmup_rounds=1)
+    assert benchmark.stats.stats.data == [
+        timing.quantize_seconds(ms / 1000) for ms in (0.25, 0.125, 1.0, 0.75)
+    ]
+    assert len(setups) == 5  # the flush ran before every round, warm-up included
+
+
+def test_measure_refuses_a_host_timer():
+    class HostTimedBenchmark:
+        _timer = time.perf_counter
+
+        def pedantic(self, *a, **k):
+            raise AssertionError("must not run")
+
+    with pytest.raises(RuntimeError, match="device_clock"):
+        timing.measure(
+            HostTimedBenchmark(),
+            timing.Timed(lambda: None),
+            setup=lambda: None,
+            rounds=2,
+            warmup_rounds=0,
+        )
+
+
+# -- cache flush and rotation sizing from device facts ---------------------------------------
+@pytest.mark.parametrize(
+    "info, expected",
+    [
+        (H200, 120 * 2**20),  # twice the 60 MB L2
+        (MI355X, 512 * 2**20),  # twice the Infinity Cache, not the 4 MB L2
+    ],
+)
+def test_flush_is_twice_the_last_level_cache(info, expected):
+    assert timing.flush_bytes(info.last_level_cache_bytes) == expected
+
+
+def test_flush_refuses_what_cannot_flush():
+    with pytest.raises(ValueError, match="interpreter"):
+        timing.flush_bytes(0)  # the interpreter's device facts: no cache, no benchmark
+    with pytest.raises(ValueError, match="factor"):
+        timing.flush_bytes(2**20, factor=1)  # exactly the cache leaves lines behind
+    with pytest.raises(TypeError, match="last_level_cache_bytes"):
+        timing.flush_bytes(2.0**20)
+
+
+@pytest.mark.parametrize(
+    "set_bytes, cache_bytes, expected",
+    [
+        (100 * 2**20, 60 * 2**20, 4),  # one set exceeds the cache: the minimum for resolution
+        (15 * 2**20, 60 * 2**20, 4),  # exactly 4 sets fill the cache
+        (15 * 2**20 - 1, 60 * 2**20, 5),  # one byte short per set: a fifth copy is needed
+        (6 * 2**20, 60 * 2**20, 10),  # 10 copies exceed it
+        (737_280, 256 * 2**20, 16),  # (4, 2880, 512) on MI355X would need 365: capped
+    ],
+)
+def test_rotation_count(set_bytes, cache_bytes, expected):
+    assert timing.rotation_count(set_bytes, cache_bytes) == expected
+
+
+def test_rotation_count_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="set_bytes"):
+        timing.rotation_count(0, 2**20)
+    with pytest.raises(ValueError, match="minimum"):
+        timing.rotation_count(1, 2**20, minimum=5, maximum=4)
+
+
+# -- injected slowdown ------------------------------------------------------------------------
+def test_pass_bytes_inverts_the_linear_copy_model():
+    # a copy costs 2 us + 1 s per 2**40 bytes; 2**20 B and 2**26 B give exact dyadic times
+    a, b = 2e-6, 2.0**-40
+    small, large = (2**20, a + b * 2**20), (2**26, a + b * 2**26)
+    target = a + b * 40 * 4096 * 1024
+    assert timing.pass_bytes(target, small, large) == 40 * 4096 * 1024
+
+
+def test_pass_bytes_never_goes_below_the_floor():
+    # asking for 1 us when the launch floor alone is 2 us: the smallest copy, not a negative one
+    assert timing.pass_bytes(1e-6, (2**20, 3e-6), (2**26, 5e-6)) == 4096
+
+
+@pytest.mark.parametrize(
+    "small, large, target",
+    [
+        ((2**26, 1e-5), (2**20, 2e-6), 1e-6),  # sizes in the wrong order
+        ((2**20, 5e-6), (2**26, 4e-6), 1e-6),  # a bigger copy that is faster: bad measurement
+        ((2**20, 2e-6), (2**26, 5e-6), 0.0),  # nothing to inject
+    ],
+)
+def test_pass_bytes_rejects_bad_measurements(small, large, target):
+    with pytest.raises(ValueError):
+        timing.pass_bytes(target, small, large)
+
+
+@pytest.mark.parametrize(
+    "raw, expected",
+    [("", 0.0), ("0", 0.0), ("0.05", 0.05), (" 0.1 ", 0.1)],
+)
+def test_slowdown_fraction(raw, expected):
+    assert timing.slowdown_fraction({timing.INJECT_ENV: raw}) == expected
+    assert timing.slowdown_fraction({}) == 0.0
+
+
+@pytest.mark.parametrize("raw", ["5%", "1", "-0.05", "nan"])
+def test_slowdown_fraction_rejects_nonsense(raw):
+    with pytest.raises(ValueError, match=timing.INJECT_ENV):
+        timing.slowdown_fraction({timing.INJECT_ENV: raw})
