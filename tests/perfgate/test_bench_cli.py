@@ -206,3 +206,38 @@ def test_update_isa_delegates_to_the_isa_gate(monkeypatch, tmp_path):
         ["-m", "perfgate", "isa", "--target", t, "--json", str(tmp_path / "isa" / f"{t}.json")]
         for t in ("gfx950", "sm90")
     ]
+
+
+def test_experiments_report_spread_false_alarms_and_injection(
+    monkeypatch, tmp_path, make_result, gpu_like
+):
+    from perfgate import experiments
+
+    monkeypatch.setattr(bench, "gpu_available", lambda: True)
+    seeds = iter(range(100, 200))
+
+    def fake_run(mode, json_path, *, inject, extra, log):
+        factor = 1.0 + (inject or 0.0) * 4  # a 20% slowdown when injected: surely flagged
+        data = make_result({n: gpu_like(next(seeds), 40, factor=factor) for n in NAMES}, mode=mode)
+        write_atomic(json_path, data)
+        return 0
+
+    monkeypatch.setattr(experiments, "_run", fake_run)
+    assert experiments.main([str(tmp_path), "--runs", "3"]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    for mode in ("device", "leaderboard"):
+        res = summary["modes"][mode]
+        assert res["runs"] == 3
+        assert res["false_alarms"]["comparisons"] == 3 * len(NAMES)  # 3 pairs x 2 benchmarks
+        assert res["injection"]["flagged"] == len(NAMES)
+        assert set(res["spread"]) == set(NAMES)
+        assert (tmp_path / "perf_baselines" / "nvidia-h200" / f"{mode}.json").is_file()
+    assert "False alarms" in (tmp_path / "summary.md").read_text()
+
+
+def test_spread():
+    from perfgate.experiments import spread
+
+    assert spread([4.0, 5.0, 4.5]) == 0.25
+    with pytest.raises(ValueError):
+        spread([4.0])  # one run has no spread
