@@ -296,3 +296,16 @@ def _command(args: argparse.Namespace) -> int:
         print("perfgate container: name a nox session (or use --check-gpu)", file=sys.stderr)
         return EXIT_SETUP
     return _run(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m perfgate.container``: this command alone, importing nothing of the suite's
+    other commands (the launcher host needs neither torch nor the perf extras)."""
+    parser = argparse.ArgumentParser(prog="perfgate")
+    register(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["container", *(sys.argv[1:] if argv is None else argv)])
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

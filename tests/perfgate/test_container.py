@@ -10,7 +10,6 @@ exit status, runs for real without a network or a GPU. Point them at an engine w
 
 from __future__ import annotations
 
-import argparse
 import importlib.util
 import io
 import os
@@ -491,7 +490,4 @@ def test_real_engine_cli_end_to_end(
 
 
 def _cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="perfgate")
-    container.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["container", *argv])
-    return args.func(args)
+    return container.main(argv)
