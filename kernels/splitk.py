@@ -181,11 +181,14 @@ def reduce_partials(partials: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
     choice = _choice(partials.device)
     if choice.backend == "native":
         index = partials.device.index
-        with torch.cuda.device(index):
-            choice.native(
-                partials.data_ptr(), out.data_ptr(), s, m, n, out.stride(0) if m > 1 else n,
-                _current_stream(index),
-            )  # fmt: skip
+        ldo = out.stride(0) if m > 1 else n  # a lone row's stride is meaningless
+        if index == torch.cuda.current_device():
+            choice.native(partials.data_ptr(), out.data_ptr(), s, m, n, ldo, _current_stream(index))
+        else:  # the C launcher launches on the current device
+            with torch.cuda.device(index):
+                choice.native(
+                    partials.data_ptr(), out.data_ptr(), s, m, n, ldo, _current_stream(index)
+                )
     else:
         _reduce_triton(partials, out, s, m, n)
     return out

@@ -11,8 +11,10 @@
 //            aligned) and out 8-byte aligned with rows of whole vectors (contiguous out, or
 //            N % 4 == 0 and ldo % 4 == 0).
 //   scalar : one element per thread, for everything else (odd M*N, odd strides).
-// Split counts 2, 3, 4, 8 and 16 are compile-time specialisations (loads fully unrolled, all S
-// loads in flight before the adds); any other S takes the generic runtime loop.
+// Split counts 2, 3, 4, 7, 8 and 16 are compile-time specialisations (loads fully unrolled, all S
+// loads in flight before the adds): 2 and 7 are in the tuned config tables today, 3, 4, 8 and
+// 16 are common choices of the occupancy model's 1..16 range. Any other S takes the generic
+// runtime loop (same results).
 #include "compat.h"
 
 namespace mxfp4_splitk {
@@ -81,6 +83,8 @@ template __global__ void reduce_vec4<3>(const float*, unsigned short*, int, unsi
                                         unsigned, bool);
 template __global__ void reduce_vec4<4>(const float*, unsigned short*, int, unsigned, unsigned,
                                         unsigned, bool);
+template __global__ void reduce_vec4<7>(const float*, unsigned short*, int, unsigned, unsigned,
+                                        unsigned, bool);
 template __global__ void reduce_vec4<8>(const float*, unsigned short*, int, unsigned, unsigned,
                                         unsigned, bool);
 template __global__ void reduce_vec4<16>(const float*, unsigned short*, int, unsigned, unsigned,
@@ -139,6 +143,7 @@ int mxfp4_splitk_reduce(const float* partials, unsigned short* out, int s, long 
       case 2: launch_vec4<2>(partials, out, s, mn, un, uldo, contiguous, stream); break;
       case 3: launch_vec4<3>(partials, out, s, mn, un, uldo, contiguous, stream); break;
       case 4: launch_vec4<4>(partials, out, s, mn, un, uldo, contiguous, stream); break;
+      case 7: launch_vec4<7>(partials, out, s, mn, un, uldo, contiguous, stream); break;
       case 8: launch_vec4<8>(partials, out, s, mn, un, uldo, contiguous, stream); break;
       case 16: launch_vec4<16>(partials, out, s, mn, un, uldo, contiguous, stream); break;
       default: launch_vec4<0>(partials, out, s, mn, un, uldo, contiguous, stream); break;
