@@ -169,7 +169,13 @@ def build_run_spec(
 
 
 def build_image(
-    client: Any, repo: Path, tag: str, *, dockerfile: str = DOCKERFILE, out: TextIO | None = None
+    client: Any,
+    repo: Path,
+    tag: str,
+    *,
+    dockerfile: str = DOCKERFILE,
+    buildargs: Mapping[str, str] | None = None,
+    out: TextIO | None = None,
 ) -> None:
     """Build ``dockerfile`` (relative to ``repo``, the build context) as ``tag``, streaming the log.
 
@@ -178,7 +184,13 @@ def build_image(
     """
     out = out or sys.stdout
     for chunk in client.api.build(
-        path=str(repo), dockerfile=dockerfile, tag=tag, rm=True, forcerm=True, decode=True
+        path=str(repo),
+        dockerfile=dockerfile,
+        tag=tag,
+        buildargs=dict(buildargs or {}),
+        rm=True,
+        forcerm=True,
+        decode=True,
     ):
         if "error" in chunk:
             raise ContainerError(
@@ -246,7 +258,8 @@ def _run(args: argparse.Namespace) -> int:
         )
         client = _client()
         if not args.no_build:
-            build_image(client, repo, args.image)
+            buildargs = {"BASE_IMAGE": args.base_image} if args.base_image else {}
+            build_image(client, repo, args.image, buildargs=buildargs)
         print(f"perfgate container: {' '.join(command)} in {args.image}", flush=True)
         return run_container(client, spec)
     except (ContainerError, ValueError) as exc:
@@ -269,6 +282,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--image", default=DEFAULT_IMAGE, help="image tag to build and run")
     parser.add_argument("--no-build", action="store_true", help="run the existing image as is")
+    parser.add_argument(
+        "--base-image",
+        help="another rocm/pytorch base (another ROCm/torch pair); give it its own --image tag",
+    )
     parser.add_argument(
         "--cache-volume",
         default=DEFAULT_CACHE_VOLUME,

@@ -216,12 +216,19 @@ def test_build_error_is_reported() -> None:
     class FakeApi:
         def build(self, **kwargs):
             assert kwargs["dockerfile"] == "docker/Dockerfile" and kwargs["decode"] is True
+            assert kwargs["buildargs"] == {"BASE_IMAGE": "rocm/pytorch:other"}
             yield {"stream": "Step 1/2 : FROM x\n"}
             yield {"error": "pull access denied for x\n"}
 
     out = io.StringIO()
     with pytest.raises(ContainerError, match=r"failed: pull access denied for x$"):
-        container.build_image(SimpleNamespace(api=FakeApi()), REPO, "t:1", out=out)
+        container.build_image(
+            SimpleNamespace(api=FakeApi()),
+            REPO,
+            "t:1",
+            buildargs={"BASE_IMAGE": "rocm/pytorch:other"},
+            out=out,
+        )
     assert out.getvalue() == "Step 1/2 : FROM x\n"
 
 
