@@ -80,6 +80,13 @@ def lint(session: nox.Session) -> None:
         "vendor.github-workflows",
         *sorted(str(p) for p in Path(".github/workflows").glob("*.yml")),
     )
+    # the local composite action(s) the workflows use
+    session.run(
+        "check-jsonschema",
+        "--builtin-schema",
+        "vendor.github-actions",
+        *sorted(str(p) for p in Path(".github/actions").glob("*/action.yml")),
+    )
 
 
 @nox.session
