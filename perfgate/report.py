@@ -126,7 +126,7 @@ def render_console(report: Report, console) -> None:
     if report.warnings:
         console.print(
             Panel(
-                "\n".join(report.warnings),
+                Text("\n".join(report.warnings)),  # Text: values may contain [brackets]
                 title="WARNING: the environment differs from the baseline's",
                 subtitle="timings may differ for reasons other than the code",
                 border_style="bold yellow",
@@ -149,7 +149,9 @@ def render_console(report: Report, console) -> None:
     table.add_column("reason", overflow="fold")
     for row in report.sorted_rows():
         style = _STYLE[row.verdict]
-        table.add_row(Text(row.verdict, style=style), row.name, *_cells(row), row.reason)
+        # Text, not str: rich would read a pytest id such as "[m64-n7168]" as a markup tag.
+        cells = [row.name, *_cells(row), row.reason]
+        table.add_row(Text(row.verdict, style=style), *(Text(c) for c in cells))
     console.print(table)
     for note in report.notes:
         console.print(note, style="dim", markup=False, highlight=False)

@@ -65,8 +65,10 @@ def test_file_compared_with_itself_is_all_unchanged(write_result, bench, tmp_pat
 
 
 def test_rerun_of_same_build_passes(write_result, bench):
-    code, _ = run(write_result("b.json", bench(0)), write_result("c.json", bench(100)))
+    code, text = run(write_result("b.json", bench(0)), write_result("c.json", bench(100)))
     assert code == 0
+    # Full names, brackets included: rich must not read "[m64-n7168-k2048]" as a markup tag.
+    assert LB in text and GRID in text and RED in text
 
 
 def test_injected_5_percent_slowdown_fails_the_gate(write_result, bench, tmp_path):
