@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -204,3 +207,72 @@ def test_malformed_worker_name_is_an_error(tmp_path: Path) -> None:
         pin_xdist_worker(
             {"PYTEST_XDIST_WORKER": "worker-1"}, root=tmp_path, nvidia_count=_no_nvidia
         )
+
+
+# ---- on a real multi-GPU machine ------------------------------------------------------------
+
+_WORKER_CONFTEST = """
+from perfgate.gpu_pinning import pin_xdist_worker
+
+pin_xdist_worker()  # before anything touches the GPU, as tests/conftest.py does
+"""
+
+_WORKER_TEST = """
+import json
+import os
+from pathlib import Path
+
+import torch
+
+
+def test_report_pinned_gpu():
+    props = torch.cuda.get_device_properties(0)
+    info = {
+        "hip": os.environ.get("HIP_VISIBLE_DEVICES"),
+        "cuda": os.environ.get("CUDA_VISIBLE_DEVICES"),
+        "count": torch.cuda.device_count(),
+        "uuid": str(getattr(props, "uuid", "")),
+    }
+    out = Path(os.environ["PINNING_OUT"]) / (os.environ["PYTEST_XDIST_WORKER"] + ".json")
+    out.write_text(json.dumps(info))
+"""
+
+
+@pytest.mark.gpu
+def test_xdist_workers_get_distinct_gpus(tmp_path: Path) -> None:
+    """Two xdist workers on a >= 2-GPU machine each see exactly one GPU, and not the same one."""
+    import torch
+
+    if torch.cuda.device_count() < 2:
+        pytest.skip(f"needs >= 2 GPUs, torch sees {torch.cuda.device_count()}")
+    (tmp_path / "conftest.py").write_text(_WORKER_CONFTEST)
+    (tmp_path / "test_worker.py").write_text(_WORKER_TEST)
+    (tmp_path / "pytest.ini").write_text("[pytest]\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    env["PINNING_OUT"] = str(tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "2",
+            "--dist",
+            "each",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    reports = [json.loads((tmp_path / f"gw{i}.json").read_text()) for i in range(2)]
+    assert [r["count"] for r in reports] == [1, 1]
+    assert reports[0]["hip"] == reports[0]["cuda"] != reports[1]["hip"] == reports[1]["cuda"]
+    if reports[0]["uuid"] and reports[1]["uuid"]:
+        assert reports[0]["uuid"] != reports[1]["uuid"]
