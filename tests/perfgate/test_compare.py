@@ -5,6 +5,9 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from rich.console import Console
@@ -374,3 +377,24 @@ def test_cli_allow_missing(write_result, bench):
     cur = write_result("c.json", current)
     assert cli(["compare", str(base), str(cur), "--resamples", "500"]) == 1
     assert cli(["compare", str(base), str(cur), "--resamples", "500", "--allow-missing"]) == 0
+
+
+def test_python_m_perfgate_compare_entry_point(write_result, bench, tmp_path):
+    # The real command line, in a subprocess: registration in perfgate/__main__.py and the exit
+    # code reaching the shell.
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", bench(100, lb=1.08))
+    cmd = [sys.executable, "-m", "perfgate", "compare", str(base), str(cur), "--resamples", "200"]
+    root = Path(compare.__file__).parents[1]  # the repository, whatever pytest's cwd
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=root)
+    assert done.returncode == 1, done.stderr
+    assert "FAIL: 1 regression, 2 unchanged" in done.stdout
+    done = subprocess.run(
+        [*cmd[:4], str(tmp_path / "none.json"), str(cur)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=root,
+    )
+    assert done.returncode == 2
+    assert done.stderr == f"perfgate compare: error: {tmp_path / 'none.json'}: no such file\n"
