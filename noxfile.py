@@ -132,7 +132,11 @@ def update_baselines(session: nox.Session) -> None:
 def container(session: nox.Session) -> None:
     """Build the ROCm image with the Docker SDK and run ``nox --no-venv -s <session>`` inside."""
     # Only the launcher runs on the host: the suite without its dependencies (torch and triton
-    # are the image's; no multi-GB download onto the runner) plus the Docker SDK.
-    session.install("--no-deps", "-e", ".")
-    session.install(*_extra_requirements("container"))
+    # are the image's; no multi-GB download onto the runner) plus the Docker SDK. nox refuses
+    # session.install without a virtualenv (--no-venv), so pip is run directly there.
+    for args in (["--no-deps", "-e", "."], _extra_requirements("container")):
+        if session.venv_backend == "none":
+            session.run("python", "-m", "pip", "install", *args)
+        else:
+            session.install(*args)
     session.run("python", "-m", "perfgate.container", *session.posargs)
