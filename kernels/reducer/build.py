@@ -103,6 +103,11 @@ def _compiler_candidates(vendor: str) -> list[tuple[str, Path | None]]:
     return found
 
 
+def _compiler_env(vendor: str) -> dict[str, str] | None:
+    # A hipcc that also sees nvcc (HIP_PLATFORM unset) would compile for NVIDIA.
+    return {**os.environ, "HIP_PLATFORM": "amd"} if vendor == "amd" else None
+
+
 def find_toolchain(vendor: str) -> Toolchain:
     """The compiler for ``vendor`` and its version; BuildError naming what is missing."""
     name = "nvcc" if vendor == "nvidia" else "hipcc"
@@ -111,7 +116,11 @@ def find_toolchain(vendor: str) -> Toolchain:
         if path is not None and path.is_file() and os.access(path, os.X_OK):
             try:
                 proc = subprocess.run(
-                    [str(path), "--version"], capture_output=True, text=True, timeout=120
+                    [str(path), "--version"],
+                    capture_output=True,
+                    text=True,
+                    timeout=120,
+                    env=_compiler_env(vendor),
                 )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 raise BuildError(f"{path} --version failed: {exc}") from None
@@ -260,7 +269,7 @@ def build(
             staging = Path(tempfile.mkdtemp(dir=directory, prefix=".tmp-"))
             cmd = compile_command(tc, archs, staging / LIBRARY_NAME)
             log("building native reducer: " + " ".join(cmd))
-            proc = subprocess.run(cmd, capture_output=True, text=True)
+            proc = subprocess.run(cmd, capture_output=True, text=True, env=_compiler_env(vendor))
             if proc.returncode != 0:
                 shutil.rmtree(staging, ignore_errors=True)
                 raise BuildError(

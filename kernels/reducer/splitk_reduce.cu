@@ -48,18 +48,21 @@ reduce_vec4(const float* __restrict__ partials, unsigned short* __restrict__ out
   const int splits = kS > 0 ? kS : s;
   const mx_float4* src = reinterpret_cast<const mx_float4*>(partials + e);
   const unsigned long long plane = mn / 4u;  // float4s per partial plane
-  mx_float4 acc = src[0];
+  // Plain float accumulators: the same code for CUDA's float4 struct, HIP's vector class and
+  // clang's ext_vector_type, which differ in what their members' operators allow.
+  const mx_float4 first = src[0];
+  float a0 = first.x, a1 = first.y, a2 = first.z, a3 = first.w;
 #pragma unroll
   for (int i = 1; i < splits; ++i) {
     const mx_float4 x = src[i * plane];
-    acc.x += x.x;
-    acc.y += x.y;
-    acc.z += x.z;
-    acc.w += x.w;
+    a0 += x.x;
+    a1 += x.y;
+    a2 += x.z;
+    a3 += x.w;
   }
   mx_uint2 packed;
-  packed.x = bf16_rne_bits(acc.x) | (bf16_rne_bits(acc.y) << 16);  // element 0 in the low half
-  packed.y = bf16_rne_bits(acc.z) | (bf16_rne_bits(acc.w) << 16);
+  packed.x = bf16_rne_bits(a0) | (bf16_rne_bits(a1) << 16);  // element 0 in the low half
+  packed.y = bf16_rne_bits(a2) | (bf16_rne_bits(a3) << 16);
   *reinterpret_cast<mx_uint2*>(out + out_offset(e, n, ldo, contiguous)) = packed;
 }
 
