@@ -11,7 +11,7 @@ One program computes a BLOCK_M x BLOCK_N tile of C over its split's K range:
   K/32 real columns, so padding is never read for a valid row;
 - ``tl.dot_scaled`` (e2m1 x e2m1, fp32 accumulation) does the math.
 
-With SPLIT_K == 1 the program rounds to bf16 and stores C; otherwise it stores its fp32 partial
+With SPLIT_K == 1 the program rounds to bf16 (RNE, in integer ops) and stores C; otherwise it stores its fp32 partial
 at ``c_ptr[pid_k]`` and :mod:`kernels.splitk` reduces the partials. A row of A that holds a NaN
 makes its output row NaN explicitly, independent of how a device treats the E8M0 NaN scale.
 """
@@ -22,6 +22,7 @@ import triton
 import triton.language as tl
 
 from kernels._quant import quantize_tile
+from kernels._reduce_kernel import _bf16_rne_bits
 
 
 @triton.jit
@@ -101,6 +102,8 @@ def gemm_a16wfp4_kernel(
     mask = mask_m[:, None] & (offs_n < N)[None, :]
     c_ptrs = c_ptr + pid_k * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
     if SPLIT_K == 1:
-        tl.store(c_ptrs, acc.to(tl.bfloat16), mask=mask)
+        # integer RNE, bit-identical to the reducer's; the interpreter's bf16 cast truncates
+        out = _bf16_rne_bits(acc).to(tl.uint16).to(tl.bfloat16, bitcast=True)
+        tl.store(c_ptrs, out, mask=mask)
     else:
         tl.store(c_ptrs, acc, mask=mask)

@@ -1,0 +1,247 @@
+"""The fused quantize + MXFP4 GEMM against the fp64 reference.
+
+Every output must pass the leaderboard's rule **and** lie within one bf16 ulp plus an fp32
+accumulation bound of the exact product of the quantized operands; inputs that are already on
+the fp4 grid make every sum exact, so there the kernel must equal the reference bit for bit.
+On a CPU these run in the Triton interpreter, so shapes stay small and blocks large.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernels.configs import GemmConfig
+from kernels.gemm import custom_kernel, gemm_a16wfp4
+from kernels.layout import SCALE_PAD, padded_scale_shape, shuffle_scales, shuffle_weight
+from kernels.mxfp4 import dequantize_mxfp4, quantize_mxfp4
+from kernels.reference import check_leaderboard, dequantized_weight, generate_input, reference_gemm
+
+
+def _exact_and_bound(a: torch.Tensor, b_shuffle, b_scale_sh):
+    """Exact fp64 product of the quantized operands, and |error| allowed for the kernel."""
+    k = a.shape[1]
+    a64 = dequantize_mxfp4(*quantize_mxfp4(a.cpu()), torch.float64)
+    b64 = dequantized_weight(b_shuffle.cpu(), b_scale_sh.cpu(), k)
+    exact = a64 @ b64.T
+    magnitude = a64.abs() @ b64.abs().T
+    _, exp = torch.frexp(exact)
+    one_ulp = torch.ldexp(torch.ones_like(exact), exp - 8)  # bf16: 8 significant bits
+    return exact, one_ulp + k * 2.0**-24 * magnitude
+
+
+def _check(out: torch.Tensor, a, b_shuffle, b_scale_sh) -> None:
+    ref = reference_gemm(a.cpu(), b_shuffle.cpu(), b_scale_sh.cpu())
+    report = check_leaderboard(out, ref)
+    assert report, str(report)
+    exact, bound = _exact_and_bound(a, b_shuffle, b_scale_sh)
+    err = (out.cpu().double() - exact).abs()
+    worst = int(torch.argmax(err - bound))
+    assert bool((err <= bound).all()), (
+        f"element {worst}: |out - exact| = {err.flatten()[worst]} > bound {bound.flatten()[worst]}"
+    )
+
+
+configs = st.builds(
+    GemmConfig,
+    block_m=st.sampled_from([16, 32]),
+    block_n=st.sampled_from([32, 64]),
+    block_k=st.sampled_from([64, 128, 256]),
+    split_k=st.integers(1, 4),
+)
+
+
+@given(
+    m=st.integers(1, 40),
+    n=st.sampled_from([32, 64, 96, 160]),  # 96 and 160 leave a partial N tile for block_n=64
+    k=st.sampled_from([64, 192, 320, 512]),  # 192 and 320 leave a partial K tile
+    cfg=configs,
+    seed=st.integers(0, 2**16),
+)
+def test_random_shapes_and_configs(device, m, n, k, cfg, seed):
+    a, _, _, b_shuffle, b_scale_sh = generate_input(m, n, k, seed, device=device)
+    _check(gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg), a, b_shuffle, b_scale_sh)
+
+
+def _grid_operands(m, n, k, seed, device):
+    g = torch.Generator().manual_seed(seed)
+    grid = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -1.5, -2, -3, -4, -6])
+    a = grid[torch.randint(0, 15, (m, k), generator=g)]
+    b = grid[torch.randint(0, 15, (n, k), generator=g)]
+    a[:, ::32] = 6.0  # amax 6 in every block: scale 2**0, so quantization is lossless
+    b[:, ::32] = -6.0
+    bq, bs = quantize_mxfp4(b.to(torch.bfloat16))
+    return (
+        a.to(torch.bfloat16).to(device),
+        shuffle_weight(bq).to(device),
+        shuffle_scales(bs).to(device),
+    )
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        GemmConfig(16, 32, 64),  # many K steps
+        GemmConfig(32, 64, 256),  # one K step, partial M and N tiles
+        GemmConfig(16, 32, 128, split_k=3),  # split-K through the reducer
+    ],
+    ids=["k-steps", "edge-tiles", "split-k"],
+)
+def test_lossless_inputs_match_exactly(device, cfg):
+    a, b_shuffle, b_scale_sh = _grid_operands(19, 96, 384, 5, device)
+    out = gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg)
+    torch.testing.assert_close(
+        out.cpu(), reference_gemm(a.cpu(), b_shuffle.cpu(), b_scale_sh.cpu()), rtol=0, atol=0
+    )
+
+
+@pytest.mark.parametrize("pad", [0x00, 0x7F, 0xFE, SCALE_PAD])
+def test_scale_padding_is_never_read(device, pad):
+    # N=96 -> 256 padded rows; K=320 -> 10 scale columns padded to 16. Whatever the padding
+    # holds, the result must be identical: an E8M0 NaN or a huge scale read by mistake would show.
+    a, b, _, b_shuffle, _ = generate_input(5, 96, 320, 11, device=device)
+    _, scales = quantize_mxfp4(b.cpu())
+    cfg = GemmConfig(16, 64, 256, split_k=2)
+    poisoned = shuffle_scales(scales, pad_value=pad).to(device)
+    clean = shuffle_scales(scales, pad_value=0).to(device)
+    out = gemm_a16wfp4(a, b_shuffle, poisoned, config=cfg)
+    torch.testing.assert_close(out, gemm_a16wfp4(a, b_shuffle, clean, config=cfg), rtol=0, atol=0)
+
+
+def test_strided_a_and_strided_out(device):
+    a, _, _, b_shuffle, b_scale_sh = generate_input(6, 64, 256, 3, device=device)
+    wide = torch.zeros(6, 512, dtype=torch.bfloat16, device=device)
+    wide[:, 100:356] = a
+    a_rows = wide[:, 100:356]  # row stride 512
+    a_cols = a.T.contiguous().T  # column stride 6
+    out_wide = torch.full((6, 100), 7.0, dtype=torch.bfloat16, device=device)
+    out = out_wide[:, 10:74]  # row stride 100
+    cfg = GemmConfig(16, 32, 128)
+    want = gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg)
+    assert gemm_a16wfp4(a_rows, b_shuffle, b_scale_sh, config=cfg, out=out) is out
+    torch.testing.assert_close(out, want, rtol=0, atol=0)
+    torch.testing.assert_close(
+        gemm_a16wfp4(a_cols, b_shuffle, b_scale_sh, config=cfg), want, rtol=0, atol=0
+    )
+    assert bool((out_wide[:, :10] == 7).all()) and bool((out_wide[:, 74:] == 7).all())  # untouched
+
+
+@pytest.mark.parametrize("split", [1, 2])
+def test_nan_in_a_makes_its_row_nan(device, split):
+    a, _, _, b_shuffle, b_scale_sh = generate_input(4, 32, 256, 9, device=device)
+    a[2, 77] = float("nan")
+    out = gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=GemmConfig(16, 32, 128, split_k=split))
+    assert bool(torch.isnan(out[2]).all())
+    assert not bool(torch.isnan(out[[0, 1, 3]]).any())
+    assert check_leaderboard(out, reference_gemm(a.cpu(), b_shuffle.cpu(), b_scale_sh.cpu()))
+
+
+def test_m_zero_returns_empty(device):
+    _, _, _, b_shuffle, b_scale_sh = generate_input(1, 64, 128, 0, device=device)
+    out = gemm_a16wfp4(
+        torch.empty(0, 128, dtype=torch.bfloat16, device=device), b_shuffle, b_scale_sh
+    )
+    assert out.shape == (0, 64) and out.dtype == torch.bfloat16
+
+
+def test_custom_kernel_takes_the_leaderboard_tuple(device):
+    data = generate_input(3, 64, 128, 1, device=device)
+    torch.testing.assert_close(
+        custom_kernel(data), gemm_a16wfp4(data[0], data[3], data[4]), rtol=0, atol=0
+    )
+
+
+@pytest.mark.skipif(not hasattr(torch, "float4_e2m1fn_x2"), reason="torch has no float4_e2m1fn_x2")
+def test_torch_fp4_and_e8m0_views_are_accepted(device):
+    a, _, _, b_shuffle, b_scale_sh = generate_input(3, 32, 128, 2, device=device)
+    out = gemm_a16wfp4(
+        a, b_shuffle.view(torch.float4_e2m1fn_x2), b_scale_sh.view(torch.float8_e8m0fnu)
+    )
+    torch.testing.assert_close(out, gemm_a16wfp4(a, b_shuffle, b_scale_sh), rtol=0, atol=0)
+
+
+def _operands(device, m=2, n=32, k=128):
+    a, _, _, b_shuffle, b_scale_sh = generate_input(m, n, k, 0, device=device)
+    return a, b_shuffle, b_scale_sh
+
+
+@pytest.mark.parametrize(
+    ("mutate", "error", "match"),
+    [
+        (lambda a, b, s: (a.float(), b, s), TypeError, "A must be a 2-D bfloat16"),
+        (lambda a, b, s: (a, b.to(torch.int16), s), TypeError, "B_shuffle must have dtype"),
+        (lambda a, b, s: (a[:, :64], b, s), ValueError, r"B_shuffle must be \(N, K/2\)"),
+        (lambda a, b, s: (a, b, s[:, :4]), ValueError, "B_scale_sh must be the contiguous padded"),
+        (lambda a, b, s: (a, b[:16], s), ValueError, "N must be a multiple of 32"),
+        (
+            lambda a, b, s: (
+                torch.zeros(2, 96, dtype=torch.bfloat16, device=a.device),
+                torch.zeros(32, 48, dtype=torch.uint8, device=a.device),
+                s,
+            ),
+            ValueError,
+            "K must be a multiple of 64",
+        ),
+    ],
+)
+def test_bad_input_is_named(device, mutate, error, match):
+    with pytest.raises(error, match=match):
+        gemm_a16wfp4(*mutate(*_operands(device)))
+
+
+def test_bad_out_and_config_are_named(device):
+    a, b, s = _operands(device)
+    with pytest.raises(ValueError, match=r"out must be a bfloat16 tensor of shape \(2, 32\)"):
+        gemm_a16wfp4(a, b, s, out=torch.empty(2, 32, device=device))
+    with pytest.raises(ValueError, match="unit column stride"):
+        gemm_a16wfp4(a, b, s, out=torch.empty(32, 2, dtype=torch.bfloat16, device=device).T)
+    with pytest.raises(TypeError, match=r"config must be a kernels\.configs\.GemmConfig"):
+        gemm_a16wfp4(a, b, s, config={"block_m": 16})
+
+
+@pytest.mark.gpu
+def test_device_mismatch_is_named():
+    a, b, s = _operands(torch.device("cuda"))
+    with pytest.raises(ValueError, match="B_shuffle is on cpu but A is on"):
+        gemm_a16wfp4(a, b.cpu(), s)
+
+
+def test_cpu_tensors_need_the_interpreter(monkeypatch):
+    a, b, s = _operands(torch.device("cpu"))
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    with pytest.raises(
+        ValueError,
+        match="A is a CPU tensor; Triton kernels need GPU tensors, or TRITON_INTERPRET=1",
+    ):
+        gemm_a16wfp4(a, b, s)
+
+
+# --- the task's shapes, on a GPU --------------------------------------------------------------
+
+TEST_SHAPES = [(8, 2112, 7168), (16, 3072, 1536), (64, 3072, 1536), (256, 2880, 512)]
+BENCH_SHAPES = [
+    (4, 2880, 512),
+    (16, 2112, 7168),
+    (32, 4096, 512),
+    (32, 2880, 512),
+    (64, 7168, 2048),
+    (256, 3072, 1536),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", TEST_SHAPES + BENCH_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_task_shapes_write_every_element(shape):
+    m, n, k = shape
+    a, _, _, b_shuffle, b_scale_sh = generate_input(m, n, k, seed=shape[0] * 7 + 1, device="cuda")
+    # The scale padding is poisoned with E8M0 NaN and the output with NaN before the call: a
+    # padding read or an element never written shows up as NaN.
+    _, scales = quantize_mxfp4(generate_input(m, n, k, seed=shape[0] * 7 + 1)[1])
+    b_scale_sh = shuffle_scales(scales, pad_value=0xFF).cuda()
+    assert b_scale_sh.shape == padded_scale_shape(n, k)
+    out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device="cuda")
+    gemm_a16wfp4(a, b_shuffle, b_scale_sh, out=out)
+    assert not bool(torch.isnan(out).any()), "some output elements were never written"
+    _check(out, a, b_shuffle, b_scale_sh)

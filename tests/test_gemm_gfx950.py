@@ -1,0 +1,71 @@
+"""The gfx950 path, compiled on any machine: the kernel must use the instructions it exists for.
+
+``triton.compile`` with ``GPUTarget("hip", "gfx950", 64)`` runs on a CPU. A tuned gfx950 config
+of the GEMM must contain the scaled MFMA (the FP4 matrix core) and the bf16 -> fp4 conversion
+instruction (the in-register quantizer), and must not spill. The portable quantizer compiled for
+gfx950 must not contain the conversion: the target, not a fallback, picks the path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+CVT = "v_cvt_scalef32_pk_fp4_bf16"
+
+# Compiled in a child process: under TRITON_INTERPRET=1 (the CPU suite) @triton.jit gives
+# interpreter functions, which triton.compile cannot take.
+_GEMM = """
+import sys
+from kernels.configs import select_config
+from kernels.device import DeviceInfo
+from kernels.gemm import compile_spec
+mi355x = DeviceInfo("amd", "AMD Instinct MI355X", "gfx950", 256, 4 * 2**20, 256 * 2**20, 64)
+shape = tuple(int(v) for v in sys.argv[1].split(","))
+print(compile_spec(select_config(*shape, mi355x), "gfx950").compile("gfx950").asm["amdgcn"])
+"""
+_QUANT = """
+import sys
+from kernels._quant import quantize_kernel
+from kernels.compile import CompileSpec
+signature = {
+    "x_ptr": "*bf16", "q_ptr": "*u8", "s_ptr": "*u8", "M": "i32", "K": "i32",
+    "stride_xm": "i32", "stride_qm": "i32", "stride_sm": "i32",
+    "BLOCK_M": "constexpr", "BLOCK_K": "constexpr", "USE_ASM": "constexpr",
+}
+constexprs = {"BLOCK_M": 16, "BLOCK_K": 256, "USE_ASM": sys.argv[1] == "asm"}
+print(CompileSpec("quantize", quantize_kernel, signature, constexprs).compile("gfx950").asm["amdgcn"])
+"""
+
+
+def _compile(script: str, arg: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run(
+        [sys.executable, "-c", script, arg], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def _metric(asm: str, name: str) -> int:
+    return int(re.search(rf"\.{name}:\s+(\d+)", asm).group(1))
+
+
+@pytest.mark.parametrize("shape", [(16, 2112, 7168), (256, 3072, 1536)], ids=["split-k", "large-m"])
+def test_gemm_uses_scaled_mfma_and_the_fp4_conversion(shape):
+    asm = _compile(_GEMM, ",".join(map(str, shape)))
+    assert re.search(r"v_mfma_scale_f32_(16x16x128|32x32x64)_f8f6f4", asm)
+    assert CVT in asm
+    assert _metric(asm, "vgpr_spill_count") == 0
+    assert _metric(asm, "private_segment_fixed_size") == 0  # no scratch
+    assert re.search(r"(global|buffer)_load_dwordx4", asm)  # 16-byte weight loads
+
+
+@pytest.mark.parametrize("use_asm", [True, False], ids=["gfx950-asm", "portable"])
+def test_quantizer_path_is_chosen_by_the_constexpr(use_asm):
+    asm = _compile(_QUANT, "asm" if use_asm else "portable")
+    assert (CVT in asm) is use_asm

@@ -1,0 +1,92 @@
+"""The in-kernel quantizer (``kernels._quant.quantize_tile``) against the oracle, bit for bit.
+
+It runs through ``kernels.quant.quantize_mxfp4_triton``, a small kernel around the very
+``@triton.jit`` function the GEMM calls: in the interpreter on a CPU, compiled on a GPU.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kernels.device import device_info, interpret_mode
+from kernels.mxfp4 import quantize_mxfp4
+from kernels.quant import check_impl, quant_impl, quantize_mxfp4_triton
+
+
+def _bf16(patterns: list[int], m: int, k: int, device) -> torch.Tensor:
+    x = torch.tensor(patterns, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    return x.reshape(m, k).to(device)
+
+
+def _assert_same_as_oracle(x: torch.Tensor) -> None:
+    packed, scales = quantize_mxfp4_triton(x)
+    want_p, want_s = quantize_mxfp4(x.cpu())
+    assert torch.equal(scales.cpu(), want_s)
+    assert torch.equal(packed.cpu(), want_p)
+
+
+# Any 16-bit pattern: NaNs of both signs, infinities, subnormals, zeros of both signs.
+@given(st.data())
+def test_any_bf16_bit_pattern_quantizes_like_the_oracle(device, data):
+    m = data.draw(st.integers(1, 20), label="m")
+    k = data.draw(st.sampled_from([64, 256, 320]), label="k")
+    patterns = data.draw(st.lists(st.integers(0, 0xFFFF), min_size=m * k, max_size=m * k))
+    _assert_same_as_oracle(_bf16(patterns, m, k, device))
+
+
+# Values packed around the rounding thresholds of one scale, where an off-by-one in the rounding
+# would show: each block has its amax pinned so q = x exactly.
+@given(
+    st.lists(
+        st.sampled_from([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0, 0.0, -0.0]),
+        min_size=62,
+        max_size=62,
+    )
+)
+def test_ties_quantize_like_the_oracle(device, values):
+    x = torch.tensor([[6.0, *values[:31], -6.0, *values[31:]]], dtype=torch.bfloat16, device=device)
+    _assert_same_as_oracle(x)
+
+
+def test_edge_table_quantizes_like_the_oracle(device):
+    specials = [
+        0x0000, 0x8000,  # +0, -0
+        0x0001, 0x007F, 0x8001,  # subnormals: the clamped scale turns the largest into code 4
+        0x7F7F, 0xFF7F,  # largest finite
+        0x7F80, 0xFF80,  # +-inf: saturate against scale byte 253
+        0x7FC0, 0xFFC1,  # NaNs: the block's scale becomes 0xFF
+        0x3E80, 0x3F40, 0x3FA0, 0x3FE0, 0x4020, 0x4060, 0x40A0, 0x40C0,  # 0.25 .. 6 (ties)
+    ]  # fmt: skip
+    rows = []
+    for i in range(len(specials)):
+        row = [0x3C00 + 7 * j for j in range(64)]  # ordinary values
+        row[i % 32] = specials[i]
+        rows.append(row)
+    flat = [v for r in rows for v in r]
+    _assert_same_as_oracle(_bf16(flat, len(rows), 64, device))
+
+
+def test_implementation_follows_the_target():
+    expected = "gfx950" if device_info().arch == "gfx950" and not interpret_mode() else "portable"
+    assert quant_impl() == expected
+    if expected != "gfx950":
+        with pytest.raises(ValueError, match="impl='gfx950' needs an AMD gfx950 GPU"):
+            check_impl("gfx950")
+    with pytest.raises(ValueError, match="impl must be one of"):
+        check_impl("fast")
+
+
+@pytest.mark.parametrize(
+    ("x", "error", "match"),
+    [
+        (torch.zeros(2, 64), TypeError, "2-D bfloat16"),
+        (torch.zeros(2, 96, dtype=torch.bfloat16), ValueError, "multiple of 64"),
+        (torch.zeros(64, 2, dtype=torch.bfloat16).T, ValueError, "unit column stride"),
+    ],
+)
+def test_bad_input_is_named(x, error, match):
+    with pytest.raises(error, match=match):
+        quantize_mxfp4_triton(x)
