@@ -15,6 +15,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -331,7 +332,7 @@ def test_gpu_check_script_fails_here_with_exit_3() -> None:
     if os.path.exists("/dev/kfd"):
         pytest.skip("this machine has /dev/kfd")
     proc = subprocess.run(
-        ["python3", str(REPO / "docker" / "gpu_check.py")],
+        [sys.executable, str(REPO / "docker" / "gpu_check.py")],
         capture_output=True,
         text=True,
         timeout=120,
