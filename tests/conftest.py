@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import os
 
-import torch
+from perfgate.gpu_pinning import pin_xdist_worker
+
+# one GPU per pytest-xdist worker; must precede every torch.cuda call in this process
+pin_xdist_worker()
+
+import torch  # noqa: E402
 
 if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
