@@ -372,12 +372,16 @@ def test_native_leaderboard_shapes(native_reducer, s, m, n):
 
 @pytest.mark.gpu
 def test_native_runs_on_the_current_stream(native_reducer):
-    partials = boundary_partials(4, 64, 256).cuda()
+    # On a side stream the partials are only written after a long sleep: a reducer launched on
+    # any other stream would read the zeros that are there before and fail the comparison.
+    source = boundary_partials(4, 64, 256).cuda()
+    partials = torch.zeros_like(source)
     out = torch.zeros(64, 256, dtype=torch.bfloat16, device="cuda")
+    torch.cuda.synchronize()
     stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
-        torch.cuda._sleep(10_000_000)  # keep the side stream busy: a launch elsewhere would race
+        torch.cuda._sleep(50_000_000)  # tens of milliseconds of GPU time
+        partials.copy_(source)
         splitk.reduce_partials(partials, out)
     stream.synchronize()
-    assert bf16_mismatch(out, splitk.reduce_partials_reference(partials)) is None
+    assert bf16_mismatch(out, splitk.reduce_partials_reference(source)) is None
