@@ -1,0 +1,114 @@
+"""``python -m perfgate isa``: the static gfx950 / sm90 gate (compile, parse, compare; no GPU).
+
+Modules: :mod:`.metrics` parses compiler output, :mod:`.collect` compiles every spec of a target
+into a report, :mod:`.gate` compares a report with a baseline. docs/isa.md is the user guide.
+
+Exit codes: 0 pass (or report written), 1 regression or a spec that no longer compiles,
+2 unusable input (missing/corrupt/mismatched baseline, a missing spec provider or ziglang).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+_TARGETS = ("gfx950", "sm90")
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "isa",
+        help="static ISA gate: compile every shipped config for gfx950 or sm90 and compare",
+        description=__doc__.splitlines()[0],
+    )
+    parser.add_argument("--target", required=True, choices=_TARGETS)
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write the current report here")
+    parser.add_argument("--check", type=Path, metavar="BASELINE", help="compare with this baseline")
+    parser.add_argument(
+        "--jobs", type=_positive_int, default=None, help="compile processes (default: one per CPU)"
+    )
+    parser.add_argument(
+        "--skip-native",
+        action="store_true",
+        help="do not compile the native HIP reducer (gfx950); its baseline entries go unchecked",
+    )
+    parser.add_argument(
+        "--providers",
+        type=lambda s: tuple(p for p in s.split(",") if p),
+        default=None,
+        metavar="MOD[,MOD]",
+        help="spec provider modules (default: kernels.gemm,kernels.splitk)",
+    )
+    parser.set_defaults(func=run)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"--jobs must be >= 1, got {value}")
+    return value
+
+
+def write_report(path: Path, report: dict[str, Any]) -> None:
+    """Write ``report`` as stable, diff-friendly JSON, atomically (no half-written baseline)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(report, f, indent=1, sort_keys=False)
+            f.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from perfgate.isa import collect, gate, metrics
+
+    console = Console()
+    err = Console(stderr=True, soft_wrap=True)
+    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+        # Under the interpreter @triton.jit gives functions that triton.compile cannot build.
+        err.print(
+            "[bold red]isa: TRITON_INTERPRET is set; this command compiles for real targets: unset it[/]"
+        )
+        return 2
+    baseline = None
+    if args.check is not None:
+        try:  # before minutes of compiling: an unusable baseline is known at once
+            baseline = gate.load(args.check, target=args.target)
+        except gate.IsaReportError as exc:
+            err.print(f"[bold red]isa: unusable baseline:[/] {exc}")
+            return 2
+    providers = args.providers or collect.PROVIDERS
+    jobs = args.jobs or collect.default_jobs()
+    try:
+        report = collect.collect(
+            args.target, providers=providers, native=not args.skip_native, jobs=jobs
+        )
+    except (collect.ProviderError, metrics.IsaParseError) as exc:
+        err.print(f"[bold red]isa: {type(exc).__name__}: {exc}[/]")
+        return 2
+    except collect.CompileError as exc:
+        err.print(f"[bold red]isa: {exc}[/]")
+        return 1
+    if args.json is not None:
+        write_report(args.json, report)
+        console.print(f"isa {args.target}: wrote {len(report['entries'])} entries to {args.json}")
+    if baseline is None:
+        if args.json is None:
+            json.dump(report, sys.stdout, indent=1)
+            sys.stdout.write("\n")
+        return 0
+    skipped = ("native",) if args.skip_native else ()
+    comparison = gate.compare(baseline, report, skipped_sources=skipped)
+    gate.render(comparison, target=args.target, n_entries=len(report["entries"]), console=console)
+    return 1 if comparison.regressions else 0

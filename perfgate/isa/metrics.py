@@ -1,0 +1,269 @@
+"""What the compiler says about a kernel: parsers for AMDGCN text, cuobjdump/nvdisasm output and PTX.
+
+Pure text in, plain numbers out; nothing here compiles or imports triton, so the parsers are tested
+on stored real compiler output. Every parser raises :class:`IsaParseError` when a field it needs
+is absent: a changed output format must stop the gate, never read as "0 spills".
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+
+# gfx950 (CDNA4): 160 KiB of LDS per CU, 4 SIMDs per CU, at most 8 waves per SIMD.
+GFX950_LDS_BYTES_PER_CU = 160 * 1024
+GFX950_SIMDS_PER_CU = 4
+GFX950_MAX_WAVES_PER_SIMD = 8
+
+# sm90 (H100/H200): per SM 64K 32-bit registers in 4 sub-partitions, 64 resident warps,
+# 32 resident blocks, 228 KiB of shared memory of which the driver reserves 1 KiB per block;
+# registers are allocated per warp in units of 256 (8 per thread).
+SM90_REGS_PER_SUBPARTITION = 16384
+SM90_SUBPARTITIONS = 4
+SM90_MAX_WARPS_PER_SM = 64
+SM90_MAX_BLOCKS_PER_SM = 32
+SM90_SMEM_PER_SM = 228 * 1024
+SM90_SMEM_RESERVED_PER_BLOCK = 1024
+SM90_REG_UNIT_PER_THREAD = 8
+
+# Mnemonics whose counts a report keeps, per target. Everything else is noise for this gate.
+_TRACKED = {
+    "gfx950": re.compile(
+        r"^(v_mfma\w*|v_cvt_scalef32\w*|v_cvt_pk_bf16_f32|"
+        r"(global|buffer)_(load|store|atomic)\w*|ds_(read|write|load|store)\w*|scratch_\w*)$"
+    ),
+    "sm90": re.compile(
+        r"^(HGMMA|HMMA|LDG|STG|LDGSTS|UTMALDG|UBLKCP|LDSM|STL|LDL|F2FP)(\.[\w.]+)?$"
+        r"|^ptx\.(wgmma\.mma_async|mma\.sync|ld\.global|cvt\.rn\.bf16)[\w.]*$"
+    ),
+}
+
+# Instruction families whose loss (baseline count > 0, current count 0) is a regression.
+WANTED_FAMILIES: dict[str, dict[str, re.Pattern[str]]] = {
+    "gfx950": {
+        "scaled MFMA (v_mfma_scale_*)": re.compile(r"^v_mfma_scale_"),
+        "any MFMA (v_mfma*)": re.compile(r"^v_mfma"),
+        "fp4 convert (v_cvt_scalef32_pk_fp4_*)": re.compile(r"^v_cvt_scalef32_pk_fp4_"),
+        "16-byte global loads": re.compile(
+            r"^(global_load_dwordx4|buffer_load_dwordx4|global_load_b128|buffer_load_b128)$"
+        ),
+    },
+    "sm90": {
+        "tensor-core MMA (HGMMA/HMMA)": re.compile(r"^(HGMMA|HMMA)"),
+        "warpgroup MMA (HGMMA)": re.compile(r"^HGMMA"),
+        # plain 16-byte loads, cp.async 16-byte copies, and TMA bulk loads
+        "16-byte global loads (LDG/LDGSTS .128, UTMALDG)": re.compile(
+            r"^((LDG|LDGSTS)\..*128|UTMALDG)"
+        ),
+        "bf16 convert (F2FP.BF16*)": re.compile(r"^F2FP\.BF16"),
+    },
+}
+
+
+class IsaParseError(ValueError):
+    """The compiler output lacks a field the gate needs (format changed, or not this kind of text)."""
+
+
+@dataclass(frozen=True)
+class AmdgcnKernel:
+    """The numbers the AMDGPU backend reports for one kernel in an assembly file."""
+
+    name: str
+    vgpr: int  # .vgpr_count: architected + accumulation VGPRs (unified file on gfx90a+)
+    agpr: int
+    sgpr: int
+    vgpr_spills: int
+    sgpr_spills: int
+    lds_bytes: int  # .group_segment_fixed_size: static LDS only
+    scratch_bytes: int  # .private_segment_fixed_size, per work-item
+    occupancy: int  # "; Occupancy: N" waves per SIMD, from registers and static LDS
+    instructions: dict[str, int]
+
+
+def tracked(target: str, counts: Counter[str] | dict[str, int]) -> dict[str, int]:
+    """The counts of the mnemonics that matter for ``target``, sorted by mnemonic."""
+    if target not in _TRACKED:
+        raise ValueError(f"target must be one of {sorted(_TRACKED)}, got {target!r}")
+    pattern = _TRACKED[target]
+    return {m: int(n) for m, n in sorted(counts.items()) if n and pattern.match(m)}
+
+
+def family_counts(target: str, instructions: dict[str, int]) -> dict[str, int]:
+    """Sum of counts per wanted family (see :data:`WANTED_FAMILIES`)."""
+    if target not in WANTED_FAMILIES:
+        raise ValueError(f"target must be one of {sorted(WANTED_FAMILIES)}, got {target!r}")
+    return {
+        family: sum(n for m, n in instructions.items() if pattern.match(m))
+        for family, pattern in WANTED_FAMILIES[target].items()
+    }
+
+
+# ---------------------------------------------------------------- AMDGCN
+
+_FUNCTION = re.compile(r"^\t\.type\t([\w.$]+),@function$", re.M)
+_METADATA = re.compile(r"^\t\.amdgpu_metadata\n(.*?)^\t\.end_amdgpu_metadata$", re.M | re.S)
+_OCCUPANCY = re.compile(r"^; Occupancy: (\d+)$", re.M)
+_INSTRUCTION = re.compile(r"^\s+([a-z][a-z0-9_]*)(?:\s|$)", re.M)
+_META_FIELDS = {
+    "vgpr": ".vgpr_count",
+    "agpr": ".agpr_count",
+    "sgpr": ".sgpr_count",
+    "vgpr_spills": ".vgpr_spill_count",
+    "sgpr_spills": ".sgpr_spill_count",
+    "lds_bytes": ".group_segment_fixed_size",
+    "scratch_bytes": ".private_segment_fixed_size",
+}
+
+
+def _metadata_entries(text: str) -> dict[str, dict[str, str]]:
+    """``amdhsa.kernels`` of the code-object metadata (YAML), as {kernel name: {key: value}}."""
+    blocks = _METADATA.findall(text)
+    if len(blocks) != 1:
+        raise IsaParseError(f"expected one .amdgpu_metadata block, found {len(blocks)}")
+    entries: list[dict[str, str]] = []
+    for line in blocks[0].splitlines():
+        # Each kernel is a YAML list item at indent 2; its scalar fields sit at indent 4.
+        item = re.match(r"^  - (\.\w+):\s+(\S+)$", line)
+        field = re.match(r"^    (\.\w+):\s+(\S+)$", line)
+        if item:
+            entries.append({item[1]: item[2]})
+        elif field and entries:
+            entries[-1][field[1]] = field[2]
+    by_name = {}
+    for entry in entries:
+        if ".name" not in entry:
+            raise IsaParseError("a kernel in amdhsa.kernels has no .name")
+        by_name[entry[".name"]] = entry
+    return by_name
+
+
+def parse_amdgcn(text: str) -> dict[str, AmdgcnKernel]:
+    """Every kernel in an AMDGCN assembly file (triton's ``asm["amdgcn"]`` or ``clang -S``)."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be str (AMDGCN assembly), got {type(text).__name__}")
+    meta = _metadata_entries(text)
+    starts = list(_FUNCTION.finditer(text))
+    if not starts:
+        raise IsaParseError("no '.type NAME,@function' in the text: not AMDGCN assembly")
+    kernels = {}
+    for i, start in enumerate(starts):
+        name = start[1]
+        end = starts[i + 1].start() if i + 1 < len(starts) else len(text)
+        segment = text[start.start() : end]
+        if name not in meta:
+            continue  # a device function, not a kernel: its cost shows in its callers
+        # The body runs from the label to .Lfunc_end; the "; Kernel info" block follows it.
+        body_end = segment.find(".Lfunc_end")
+        if body_end < 0:
+            raise IsaParseError(f"kernel {name}: no .Lfunc_end label")
+        occupancy = _OCCUPANCY.findall(segment)
+        if len(occupancy) != 1:
+            raise IsaParseError(
+                f"kernel {name}: expected one '; Occupancy: N' line, found {len(occupancy)}"
+            )
+        fields = {}
+        for attr, key in _META_FIELDS.items():
+            if key not in meta[name]:
+                raise IsaParseError(f"kernel {name}: metadata has no {key}")
+            fields[attr] = int(meta[name][key])
+        counts = Counter(_INSTRUCTION.findall(segment[:body_end]))
+        kernels[name] = AmdgcnKernel(
+            name=name,
+            occupancy=int(occupancy[0]),
+            instructions=tracked("gfx950", counts),
+            **fields,
+        )
+    missing = sorted(set(meta) - set(kernels))
+    if missing:
+        raise IsaParseError(f"kernels in the metadata without a function body: {missing}")
+    return kernels
+
+
+def gfx950_occupancy(compiler_occupancy: int, lds_bytes: int, waves_per_workgroup: int) -> int:
+    """Waves per SIMD: the compiler's figure, lowered by the LDS that the launcher allocates.
+
+    Triton allocates its LDS dynamically (``metadata.shared``), which the compiler's
+    ``; Occupancy`` line does not see: ``floor(160 KiB / lds)`` workgroups fit in a CU, each
+    spreading ``waves_per_workgroup`` waves over the 4 SIMDs.
+    """
+    if lds_bytes < 0 or waves_per_workgroup < 1 or compiler_occupancy < 0:
+        raise ValueError(
+            f"need lds_bytes >= 0, waves_per_workgroup >= 1, compiler_occupancy >= 0; got "
+            f"{lds_bytes}, {waves_per_workgroup}, {compiler_occupancy}"
+        )
+    if lds_bytes == 0:
+        return compiler_occupancy
+    workgroups = GFX950_LDS_BYTES_PER_CU // lds_bytes
+    by_lds = workgroups * waves_per_workgroup // GFX950_SIMDS_PER_CU
+    return min(compiler_occupancy, by_lds, GFX950_MAX_WAVES_PER_SIMD)
+
+
+# ---------------------------------------------------------------- sm90
+
+_RES_USAGE = re.compile(r"^\s*Function ([\w.$]+):\n\s*(.*)$", re.M)
+_SASS_OPCODE = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)", re.M)
+_PTX_INSTRUCTION = re.compile(r"^\s+(?:@!?%p\w+\s+)?([a-z][a-z0-9_.]*)\s", re.M)
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """``cuobjdump -res-usage`` for one function."""
+
+    registers: int
+    stack_bytes: int
+    shared_bytes: int  # static shared memory
+    local_bytes: int  # per-thread local memory: spills and stack arrays
+
+
+def parse_res_usage(text: str) -> dict[str, ResourceUsage]:
+    """``cuobjdump -res-usage CUBIN`` output, as {function name: usage}."""
+    usages = {}
+    for name, line in _RES_USAGE.findall(text):
+        fields = dict(re.findall(r"([A-Z_\[\]0-9]+):(\d+)", line))
+        try:
+            usages[name] = ResourceUsage(
+                registers=int(fields["REG"]),
+                stack_bytes=int(fields["STACK"]),
+                shared_bytes=int(fields["SHARED"]),
+                local_bytes=int(fields["LOCAL"]),
+            )
+        except KeyError as exc:
+            raise IsaParseError(
+                f"function {name}: cuobjdump -res-usage has no {exc.args[0]}"
+            ) from None
+    if not usages:
+        raise IsaParseError("no 'Function NAME:' in cuobjdump -res-usage output")
+    return usages
+
+
+def count_sass(text: str) -> Counter[str]:
+    """Opcode counts (with modifiers, e.g. ``LDG.E.128``) in ``nvdisasm``/``cuobjdump -sass`` text."""
+    counts = Counter(_SASS_OPCODE.findall(text))
+    if not counts:
+        raise IsaParseError("no SASS instructions found in the disassembly")
+    return counts
+
+
+def count_ptx(text: str) -> Counter[str]:
+    """PTX instruction counts, keyed ``ptx.<opcode with modifiers>``."""
+    counts = Counter(f"ptx.{op}" for op in _PTX_INSTRUCTION.findall(text))
+    if not counts:
+        raise IsaParseError("no PTX instructions found")
+    return counts
+
+
+def sm90_occupancy(registers: int, shared_bytes: int, warps_per_block: int) -> int:
+    """Resident warps per SM from registers, shared memory and the block limits."""
+    if registers < 0 or shared_bytes < 0 or warps_per_block < 1:
+        raise ValueError(
+            f"need registers >= 0, shared_bytes >= 0, warps_per_block >= 1; got "
+            f"{registers}, {shared_bytes}, {warps_per_block}"
+        )
+    blocks = min(SM90_MAX_BLOCKS_PER_SM, SM90_MAX_WARPS_PER_SM // warps_per_block)
+    if registers:
+        per_thread = -(-registers // SM90_REG_UNIT_PER_THREAD) * SM90_REG_UNIT_PER_THREAD
+        warps = SM90_SUBPARTITIONS * (SM90_REGS_PER_SUBPARTITION // (per_thread * 32))
+        blocks = min(blocks, warps // warps_per_block)
+    blocks = min(blocks, SM90_SMEM_PER_SM // (shared_bytes + SM90_SMEM_RESERVED_PER_BLOCK))
+    return blocks * warps_per_block

@@ -1,0 +1,454 @@
+"""The static ISA gate: parsers on real compiler output, the gate's verdicts on edited baselines,
+the CLI's exit codes, and (once the kernel exists) the scaled-MFMA content of the real GEMM.
+
+Compiles run in a subprocess: tests/conftest.py sets TRITON_INTERPRET=1 in this process, and an
+interpreted @triton.jit function cannot be compiled.
+
+Real output comes from two places: triton compiles of the small kernels in perfgate.isa.samples
+(gfx950 and sm90 compile on any CPU) and data/isa/hip_kernels.gfx950.s, clang 22 (ziglang 0.17.1)
+output of data/isa/hip_kernels.hip, whose ``starved`` kernel spills on purpose.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perfgate.isa import collect, gate, metrics
+
+DATA = Path(__file__).parent / "data" / "isa"
+HIP_ASM = (DATA / "hip_kernels.gfx950.s").read_text()
+SAMPLES = "perfgate.isa.samples"
+DOT = "sample_scaled_dot[BM=32,BN=64,BK=256]"
+COPY = "sample_scale_bf16[BLOCK=2048]"
+
+
+def _has_nvidia_tools() -> bool:
+    try:
+        collect._nvidia_tool("cuobjdump")
+        collect._nvidia_tool("nvdisasm")
+    except (FileNotFoundError, AttributeError, ImportError):
+        return False
+    return True
+
+
+ROOT = Path(__file__).parents[2]
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    return env
+
+
+def _cli(
+    *args: str, target: str = "gfx950", providers: str = SAMPLES
+) -> subprocess.CompletedProcess:
+    """``python -m perfgate isa`` on the sample kernels, without the native reducer."""
+    cmd = [sys.executable, "-m", "perfgate", "isa", "--target", target, "--providers", providers]
+    cmd += ["--skip-native", "--jobs", "1", *args]
+    return subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
+
+
+def _collect(target: str, path: Path) -> dict:
+    result = _cli("--json", str(path), target=target)
+    assert result.returncode == 0, result.stderr
+    return gate.load(path, target=target)
+
+
+@pytest.fixture(scope="module")
+def gfx950_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("isa") / "gfx950.json"
+    _collect("gfx950", path)
+    return path
+
+
+@pytest.fixture
+def gfx950_report(gfx950_file) -> dict:
+    return gate.load(gfx950_file, target="gfx950")
+
+
+@pytest.fixture(scope="module")
+def sm90_report(tmp_path_factory) -> dict:
+    if not _has_nvidia_tools():
+        pytest.skip("this triton ships no cuobjdump/nvdisasm (a ROCm build): sm90 needs them")
+    return _collect("sm90", tmp_path_factory.mktemp("isa") / "sm90.json")
+
+
+def _with_native(report: dict) -> dict:
+    """``report`` plus the stored clang output's kernels, as the native reducer's entries are."""
+    out = copy.deepcopy(report)
+    for entry in collect.asm_entries(HIP_ASM, "gfx950"):
+        out["entries"][entry["key"]] = entry
+    out["native_compiler"] = "ziglang 0.17.1"
+    return out
+
+
+# ---------------------------------------------------------------- parsers
+
+
+def test_parse_amdgcn_real_clang_output():
+    # Exact values of the stored file: a parser change that misreads a field fails here.
+    kernels = metrics.parse_amdgcn(HIP_ASM)
+    assert sorted(kernels) == ["starved", "sum4"]
+    starved, sum4 = kernels["starved"], kernels["sum4"]
+    assert (starved.vgpr, starved.agpr, starved.sgpr) == (32, 0, 10)
+    assert (starved.vgpr_spills, starved.sgpr_spills, starved.scratch_bytes) == (18, 0, 76)
+    assert (starved.lds_bytes, starved.occupancy) == (0, 8)
+    assert starved.instructions == {
+        "global_load_dword": 32,
+        "global_store_dword": 32,
+        "scratch_load_dword": 20,
+        "scratch_store_dword": 18,
+    }
+    # Instructions are counted per kernel: sum4's 16-byte loads are not starved's.
+    assert sum4.instructions == {"global_load_dwordx4": 2, "global_store_dwordx4": 1}
+    assert (sum4.vgpr, sum4.sgpr, sum4.vgpr_spills, sum4.scratch_bytes, sum4.occupancy) == (
+        14,
+        14,
+        0,
+        0,
+        8,
+    )
+
+
+def test_parse_amdgcn_rejects_incomplete_text():
+    with pytest.raises(TypeError, match="text must be str"):
+        metrics.parse_amdgcn(HIP_ASM.encode())
+    # No metadata block: a format change must not read as zero spills.
+    no_meta = HIP_ASM[: HIP_ASM.index("\t.amdgpu_metadata")]
+    with pytest.raises(metrics.IsaParseError, match="amdgpu_metadata"):
+        metrics.parse_amdgcn(no_meta)
+    # One kernel without its "; Occupancy:" line.
+    no_occ = HIP_ASM.replace("; Occupancy: 8\n", "", 1)
+    with pytest.raises(metrics.IsaParseError, match="Occupancy"):
+        metrics.parse_amdgcn(no_occ)
+    no_spill_field = re.sub(r"\n    \.vgpr_spill_count:\s+18", "", HIP_ASM)
+    with pytest.raises(metrics.IsaParseError, match="vgpr_spill_count"):
+        metrics.parse_amdgcn(no_spill_field)
+
+
+def test_parse_res_usage_and_sass():
+    text = "\nResource usage:\n Common:\n  GLOBAL:0\n Function ds:\n  REG:244 STACK:8 SHARED:1024 LOCAL:16 CONSTANT[0]:584 TEXTURE:0\n"
+    assert metrics.parse_res_usage(text) == {"ds": metrics.ResourceUsage(244, 8, 1024, 16)}
+    with pytest.raises(metrics.IsaParseError):
+        metrics.parse_res_usage("Resource usage:\n")
+    sass = (
+        "        /*0080*/                   LDG.E.128 R4, desc[UR4][R2.64] ;\n"
+        "        /*0090*/              @!P0 LDG.E.128 R8, desc[UR4][R2.64+0x10] ;\n"
+        "        /*00a0*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], RZ ;\n"
+    )
+    assert metrics.count_sass(sass) == {"LDG.E.128": 2, "HGMMA.64x128x16.F32.BF16": 1}
+
+
+@pytest.mark.parametrize(
+    ("compiler", "lds", "waves", "expected"),
+    [
+        (5, 0, 4, 5),  # no dynamic LDS: the compiler's figure stands
+        (5, 8192, 4, 5),  # 20 workgroups fit: registers still limit to 5
+        (8, 65536, 4, 2),  # 2 workgroups x 4 waves over 4 SIMDs
+        (8, 65536, 8, 4),  # same LDS, twice the waves per workgroup
+        (8, 160 * 1024, 4, 1),  # exactly the CU's LDS: one workgroup
+        (8, 160 * 1024 + 1, 4, 0),  # one byte more: does not fit at all
+        (8, 1, 16, 8),  # tiny LDS: capped at the 8-wave hardware limit
+    ],
+)
+def test_gfx950_occupancy(compiler, lds, waves, expected):
+    assert metrics.gfx950_occupancy(compiler, lds, waves) == expected
+
+
+@pytest.mark.parametrize(
+    ("regs", "smem", "warps", "expected"),
+    [
+        (0, 0, 4, 64),  # only the 64-warp limit
+        (32, 0, 4, 64),  # 32 regs x 64 warps = 64K exactly
+        (33, 0, 4, 48),  # rounds to 40 regs: 12 warps per sub-partition
+        (244, 9216, 4, 8),  # the sample scaled dot on sm90: rounds to 248 -> 2 warps/sub-partition
+        (255, 0, 8, 8),  # 256 regs: 8 warps, one block of 8
+        (16, 100 * 1024, 4, 8),  # shared memory: 2 blocks of 101 KiB in 228 KiB
+        (16, 0, 1, 32),  # the 32-block limit with 1-warp blocks
+    ],
+)
+def test_sm90_occupancy(regs, smem, warps, expected):
+    assert metrics.sm90_occupancy(regs, smem, warps) == expected
+
+
+def test_occupancy_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="waves_per_workgroup"):
+        metrics.gfx950_occupancy(8, 0, 0)
+    with pytest.raises(ValueError, match="warps_per_block"):
+        metrics.sm90_occupancy(32, 0, 0)
+
+
+# ---------------------------------------------------------------- compiled samples
+
+
+def test_gfx950_samples_have_scaled_mfma_and_wide_loads(gfx950_report):
+    entries = gfx950_report["entries"]
+    assert sorted(entries) == [COPY, DOT]
+    dot, copy_ = entries[DOT], entries[COPY]
+    assert any(m.startswith("v_mfma_scale_f32_") for m in dot["instructions"])
+    assert dot["lds_bytes"] > 0 and dot["vgpr"] > 0 and dot["spills"] == 0
+    # global_load_dwordx4, or buffer_load_dwordx4 where triton uses buffer ops (3.9 does)
+    assert metrics.family_counts("gfx950", copy_["instructions"])["16-byte global loads"] > 0
+    assert gfx950_report["triton"] and gfx950_report["native_compiler"] is None
+    gate.validate(gfx950_report)
+
+
+def test_sm90_samples_have_mma_and_wide_loads(sm90_report):
+    entries = sm90_report["entries"]
+    dot, copy_ = entries[DOT], entries[COPY]
+    assert metrics.family_counts("sm90", dot["instructions"])["tensor-core MMA (HGMMA/HMMA)"] > 0
+    assert copy_["instructions"].get("LDG.E.128", 0) > 0
+    assert dot["vgpr"] > 0 and dot["sgpr"] is None and dot["spills"] == 0
+    gate.validate(sm90_report)
+
+
+# ---------------------------------------------------------------- gate verdicts
+
+
+def _verdicts(baseline: dict, current: dict, **kw) -> list[tuple[str, str, str]]:
+    return [(r.key, r.metric, r.verdict) for r in gate.compare(baseline, current, **kw).rows]
+
+
+def test_identical_reports_pass(gfx950_report):
+    comparison = gate.compare(gfx950_report, copy.deepcopy(gfx950_report))
+    assert comparison.rows == [] and comparison.warnings == []
+
+
+@pytest.mark.parametrize(
+    ("claimed_less", "regression"),
+    [
+        (4, False),  # 88 VGPRs: tolerance is max(4, 4.4) = 4.4, so +4 is within it
+        (5, True),  # +5 is beyond it
+        (40, True),
+    ],
+)
+def test_baseline_claiming_fewer_vgprs_fails(gfx950_report, claimed_less, regression):
+    baseline = copy.deepcopy(gfx950_report)
+    assert baseline["entries"][DOT]["vgpr"] == 88  # the tolerance cases above assume it
+    baseline["entries"][DOT]["vgpr"] -= claimed_less
+    rows = gate.compare(baseline, gfx950_report).rows
+    assert [r.metric for r in rows] == ["vgpr"]
+    assert (rows[0].verdict == gate.REGRESSION) is regression
+
+
+def test_baseline_claiming_more_vgprs_is_an_improvement(gfx950_report):
+    baseline = copy.deepcopy(gfx950_report)
+    baseline["entries"][DOT]["vgpr"] += 10
+    assert _verdicts(baseline, gfx950_report) == [(DOT, "vgpr", gate.IMPROVED)]
+
+
+def test_baseline_claiming_no_spills_where_there_are_spills_fails(gfx950_report):
+    current = _with_native(gfx950_report)  # the starved kernel really spills
+    baseline = copy.deepcopy(current)
+    baseline["entries"]["native.starved"]["spills"] = 0
+    baseline["entries"]["native.starved"]["scratch_bytes"] = 0
+    assert _verdicts(baseline, current) == [
+        ("native.starved", "spills", gate.REGRESSION),
+        ("native.starved", "scratch_bytes", gate.REGRESSION),
+    ]
+    # The reverse is an improvement, not a pass by accident.
+    assert gate.compare(current, baseline).regressions == []
+
+
+def test_occupancy_drop_fails(gfx950_report):
+    baseline = copy.deepcopy(gfx950_report)
+    baseline["entries"][DOT]["occupancy"] += 1
+    assert _verdicts(baseline, gfx950_report) == [(DOT, "occupancy", gate.REGRESSION)]
+
+
+def test_lost_instruction_family_fails(gfx950_report):
+    # The baseline says the dot kernel had 16-byte global loads; the current one has none.
+    baseline = copy.deepcopy(gfx950_report)
+    baseline["entries"][DOT]["instructions"]["global_load_dwordx4"] = 3
+    rows = gate.compare(baseline, gfx950_report).rows
+    assert [(r.metric, r.verdict) for r in rows] == [
+        ("16-byte global loads: lost", gate.REGRESSION),
+        ("instructions", gate.CHANGED),
+    ]
+    # Scaled MFMA gone from the current build.
+    current = copy.deepcopy(gfx950_report)
+    current["entries"][DOT]["instructions"] = {
+        m: n
+        for m, n in current["entries"][DOT]["instructions"].items()
+        if not m.startswith("v_mfma")
+    }
+    lost = {r.metric for r in gate.compare(gfx950_report, current).regressions}
+    assert lost == {"scaled MFMA (v_mfma_scale_*): lost", "any MFMA (v_mfma*): lost"}
+
+
+def test_count_change_without_loss_is_reported_not_failed(gfx950_report):
+    baseline = copy.deepcopy(gfx950_report)
+    baseline["entries"][DOT]["instructions"]["global_load_ubyte"] += 1
+    assert _verdicts(baseline, gfx950_report) == [(DOT, "instructions", gate.CHANGED)]
+
+
+def test_missing_new_and_skipped_entries(gfx950_report):
+    with_native = _with_native(gfx950_report)
+    # The native entries in the baseline, absent now: missing unless skipped on purpose.
+    missing = gate.compare(with_native, gfx950_report)
+    assert {(r.key, r.verdict) for r in missing.rows} == {
+        ("native.starved", gate.REGRESSION),
+        ("native.sum4", gate.REGRESSION),
+    }
+    skipped = gate.compare(with_native, gfx950_report, skipped_sources=("native",))
+    assert skipped.regressions == [] and {r.verdict for r in skipped.rows} == {gate.SKIPPED}
+    # New entries are listed and warned about, not failed.
+    new = gate.compare(gfx950_report, with_native)
+    assert new.regressions == [] and {r.verdict for r in new.rows} == {gate.NEW}
+    assert any("not gated" in w for w in new.warnings)
+
+
+def test_triton_version_mismatch_warns_and_still_compares(gfx950_report):
+    baseline = copy.deepcopy(gfx950_report)
+    baseline["triton"] = "3.5.0"
+    comparison = gate.compare(baseline, gfx950_report)
+    assert comparison.rows == [] and len(comparison.warnings) == 1
+    assert "triton 3.5.0" in comparison.warnings[0]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda r: r.update(schema=2), "schema"),
+        (lambda r: r.update(tool="pytest-benchmark"), "not an ISA report"),
+        (lambda r: r.update(target="gfx942"), "target"),
+        (lambda r: r.pop("triton"), "triton"),
+        (lambda r: r.update(entries={}), "non-empty"),
+        (lambda r: r["entries"][DOT].update(vgpr=-1), "vgpr"),
+        (lambda r: r["entries"][DOT].update(spills=None), "spills"),
+        (lambda r: r["entries"][DOT].update(key="other"), "key"),
+        (lambda r: r["entries"][DOT]["instructions"].update(v_mfma="8"), "instructions"),
+    ],
+)
+def test_validate_rejects_corrupt_reports(gfx950_report, edit, message):
+    report = copy.deepcopy(gfx950_report)
+    edit(report)
+    with pytest.raises(gate.IsaReportError, match=message):
+        gate.validate(report)
+
+
+def test_load_rejects_unreadable_and_mismatched_files(tmp_path, gfx950_report):
+    with pytest.raises(gate.IsaReportError, match="cannot read"):
+        gate.load(tmp_path / "absent.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": 1, ')
+    with pytest.raises(gate.IsaReportError, match="not valid JSON"):
+        gate.load(bad)
+    good = tmp_path / "gfx950.json"
+    good.write_text(json.dumps(gfx950_report))
+    with pytest.raises(gate.IsaReportError, match="this run is for 'sm90'"):
+        gate.load(good, target="sm90")
+
+
+# ---------------------------------------------------------------- CLI and providers
+
+
+def test_cli_passes_on_its_own_report_and_fails_on_an_edited_one(tmp_path, gfx950_report):
+    path = tmp_path / "gfx950.json"
+    path.write_text(json.dumps(gfx950_report))
+    result = _cli("--check", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "PASS" in result.stdout
+    gfx950_report["entries"][DOT]["vgpr"] -= 20  # a baseline that claims fewer VGPRs
+    path.write_text(json.dumps(gfx950_report))
+    result = _cli("--check", str(path))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "REGRESSION" in result.stdout and "FAIL" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "cannot read"),  # missing file
+        ("not json", "not valid JSON"),
+        # a valid sm90 report given to a gfx950 run
+        (
+            '{"tool": "perfgate-isa", "schema": 1, "target": "sm90", "triton": "3.9.0", "entries": {}}',
+            "sm90",
+        ),
+    ],
+)
+def test_cli_unusable_baseline_exits_2(tmp_path, content, message):
+    path = tmp_path / "baseline.json"
+    if content is not None:
+        path.write_text(content)
+    result = _cli("--check", str(path))
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert message in result.stderr
+
+
+def test_missing_provider_is_an_error():
+    result = _cli(providers="kernels.no_such_module", target="sm90")
+    assert result.returncode == 2
+    assert "kernels.no_such_module" in result.stderr
+    with pytest.raises(collect.ProviderError, match="no compile_specs"):
+        collect.load_specs("perfgate.isa.metrics", "gfx950")
+
+
+def test_interpreter_mode_is_refused():
+    env = {**_env(), "TRITON_INTERPRET": "1"}
+    cmd = [sys.executable, "-m", "perfgate", "isa", "--target", "sm90", "--providers", SAMPLES]
+    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "TRITON_INTERPRET" in result.stderr
+
+
+def test_missing_ziglang_fails_unless_skipped(monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        collect.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "ziglang" else real_find_spec(name, *a),
+    )
+    with pytest.raises(collect.ProviderError, match="--skip-native"):
+        collect.native_entries("gfx950")
+
+
+def test_committed_baselines_are_valid():
+    root = Path(__file__).parents[2] / "perf_baselines" / "isa"
+    for target in collect.TARGETS:
+        path = root / f"{target}.json"
+        if not path.exists():
+            pytest.fail(
+                f"{path} is missing: run python -m perfgate isa --target {target} --json {path}"
+            )
+        report = gate.load(path, target=target)
+        assert {e["source"] for e in report["entries"].values()} >= {"triton"}
+
+
+# ---------------------------------------------------------------- the real kernel
+
+
+@pytest.mark.slow
+def test_real_gemm_gfx950_has_scaled_mfma_and_fp4_convert():
+    if importlib.util.find_spec("kernels.gemm") is None:
+        pytest.skip("kernels.gemm is not written yet")
+    code = (
+        "import json; from perfgate.isa import collect; "
+        "specs = collect.load_specs('kernels.gemm', 'gfx950'); "
+        "print(json.dumps([collect.compile_entry('kernels.gemm', 'gfx950', i) "
+        "for i in sorted({0, len(specs) - 1})]))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    # The first and last specs: the tuned table's head and the model's tail of the list.
+    for entry in json.loads(result.stdout):
+        mnemonics = entry["instructions"]
+        assert any(m.startswith("v_mfma_scale_f32_") for m in mnemonics), (entry["key"], mnemonics)
+        assert mnemonics.get("v_cvt_scalef32_pk_fp4_bf16", 0) > 0, (entry["key"], mnemonics)
