@@ -43,25 +43,44 @@ def _extra_requirements(*extras: str) -> list[str]:
     return [req for extra in extras for req in optional[extra]]
 
 
-def _install(session: nox.Session, *extras: str) -> None:
-    """Install the suite (editable) with ``extras``; torch/triton only inside a fresh venv."""
+def _pip(session: nox.Session, *args: str) -> None:
+    """pip install into the session's venv, or into the current environment under --no-venv
+    (where nox forbids session.install)."""
     if session.venv_backend == "none":
-        # --no-venv: the environment owns torch and triton (the ROCm container ships triton under
-        # another distribution name). Never let pip resolve them: install the suite without its
-        # dependencies, and the extras' requirements by name.
-        session.install("--no-deps", "-e", ".")
+        session.run("python", "-m", "pip", "install", *args)
     else:
-        if not _has_gpu():
-            session.install(CPU_TORCH, CPU_TRITON)
-        session.install("-e", ".")
+        session.install(*args)
+
+
+def _install(session: nox.Session, *extras: str, with_torch: bool = True) -> None:
+    """Install the suite (editable) and the requirements of ``extras``.
+
+    In a fresh venv on a machine without a GPU, the CPU build of torch and a triton whose
+    interpreter runs dot_scaled come first. Under ``--no-venv`` the environment owns torch and
+    triton (the ROCm container ships triton under another distribution name, and GPU boxes may be
+    offline), so the suite goes in without resolving dependencies or fetching a build backend.
+    ``with_torch=False`` is for host-side launchers that never import torch.
+    """
+    in_place = session.venv_backend == "none"
+    if with_torch and not in_place and not _has_gpu():
+        _pip(session, CPU_TORCH, CPU_TRITON)
+    if in_place:
+        _pip(session, "--no-deps", "--no-build-isolation", "-e", ".")
+    else:
+        _pip(session, *([] if with_torch else ["--no-deps"]), "-e", ".")
     if extras:
-        session.install(*_extra_requirements(*extras))
+        _pip(session, *_extra_requirements(*extras))
 
 
 @nox.session
 def test(session: nox.Session) -> None:
     """Correctness tests (everything but benchmarks). On a CPU, Triton runs in its interpreter."""
-    _install(session, "test", "perf", "container", "isa")
+    # In place (--no-venv: the ROCm image, a GPU box), only the test and perf extras: the Docker
+    # SDK and ziglang tests skip with their reason where those are not installed.
+    extras = (
+        ("test", "perf") if session.venv_backend == "none" else ("test", "perf", "container", "isa")
+    )
+    _install(session, *extras)
     session.run("pytest", "-m", "not bench", *session.posargs)
 
 
@@ -131,12 +150,7 @@ def update_baselines(session: nox.Session) -> None:
 @nox.session
 def container(session: nox.Session) -> None:
     """Build the ROCm image with the Docker SDK and run ``nox --no-venv -s <session>`` inside."""
-    # Only the launcher runs on the host: the suite without its dependencies (torch and triton
-    # are the image's; no multi-GB download onto the runner) plus the Docker SDK. nox refuses
-    # session.install without a virtualenv (--no-venv), so pip is run directly there.
-    for args in (["--no-deps", "-e", "."], _extra_requirements("container")):
-        if session.venv_backend == "none":
-            session.run("python", "-m", "pip", "install", *args)
-        else:
-            session.install(*args)
+    # Only the launcher runs on the host: torch and triton are the image's, so the runner never
+    # downloads a multi-GB torch.
+    _install(session, "container", with_torch=False)
     session.run("python", "-m", "perfgate.container", *session.posargs)
