@@ -14,7 +14,7 @@ TUNED: dict[str, dict[tuple[int, int, int], GemmConfig]] = {
         (16, 2112, 7168): GemmConfig(16, 128, 512, split_k=7, num_warps=4, waves_per_eu=2),
         (32, 4096, 512): GemmConfig(32, 64, 512, split_k=1, num_warps=4, waves_per_eu=2),
         (32, 2880, 512): GemmConfig(32, 32, 512, split_k=1, num_warps=4, waves_per_eu=2),
-        (64, 7168, 2048): GemmConfig(64, 128, 512, split_k=2, num_warps=4, waves_per_eu=1),
+        (64, 7168, 2048): GemmConfig(64, 128, 256, split_k=2, num_warps=4, waves_per_eu=1),
         (256, 3072, 1536): GemmConfig(64, 128, 256, split_k=1, num_warps=8, waves_per_eu=1),
     }
 }

@@ -81,6 +81,18 @@ def effective_splits(k: int, cfg: GemmConfig) -> int:
 # Register budget: the fp32 accumulator and the B tile must fit without spilling.
 _MAX_ACC_ELEMS = 128 * 128
 _MAX_B_TILE_BYTES = 32 * 1024
+# Shared memory / LDS budget: MI355X has 160 KiB of LDS per CU and H200 227 KiB per SM; stay
+# under the smaller with room for the compiler's own scratch.
+_MAX_SHARED_BYTES = 128 * 1024
+
+
+def shared_bytes_estimate(cfg: GemmConfig) -> int:
+    """Upper estimate of the shared memory a config needs: pipelined A (bf16) and B (fp4) tiles,
+    plus B upcast to bf16 where the target emulates FP4 (Hopper)."""
+    pipelined = cfg.num_stages * (cfg.block_m * cfg.block_k * 2 + cfg.block_n * cfg.block_k // 2)
+    return pipelined + cfg.block_n * cfg.block_k * 2
+
+
 # Cost of split-K's extra launch (the reducer), as bytes the device could have read meanwhile:
 # about 3 us at a few TB/s. Small enough that a long K still splits, large enough that a short
 # K stays in one kernel.
@@ -124,7 +136,7 @@ def model_config(m: int, n: int, k: int, cus: int) -> GemmConfig:
         for split in range(1, max_split + 1):
             warps = 8 if bm * bn >= 128 * 128 else 4
             cfg = GemmConfig(bm, bn, bk, split_k=split, num_warps=warps)
-            if effective_splits(k, cfg) != split:
+            if effective_splits(k, cfg) != split or shared_bytes_estimate(cfg) > _MAX_SHARED_BYTES:
                 continue
             cost = model_cost(m, n, k, cfg, cus)
             # ties: prefer fewer splits, then fewer programs (less launch and reduction work)

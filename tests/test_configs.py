@@ -14,6 +14,7 @@ from kernels.configs import (
     k_per_split,
     model_config,
     select_config,
+    shared_bytes_estimate,
 )
 from kernels.device import DeviceInfo
 
@@ -86,6 +87,8 @@ def test_model_gives_a_valid_config_for_the_production_grid(cus):
             cfg = model_config(m, n, k, cus)
             assert effective_splits(k, cfg) == cfg.split_k
             assert cfg.block_m * cfg.block_n <= 128 * 128
+            # (256, 2880, 512) once chose a tile needing 288 KiB of shared memory on the H200
+            assert shared_bytes_estimate(cfg) <= 128 * 1024
             assert cfg.block_m <= max(16, 1 << (m - 1).bit_length())
 
 
