@@ -59,6 +59,7 @@ def write_report(path: Path, report: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a committed baseline is world-readable
         with os.fdopen(fd, "w") as f:
             json.dump(report, f, indent=1, sort_keys=False)
             f.write("\n")
@@ -70,10 +71,14 @@ def write_report(path: Path, report: dict[str, Any]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
+    from rich.markup import escape
 
     from perfgate.isa import collect, gate, metrics
 
     console = Console()
+    if not console.is_terminal:
+        # CI logs: rich would assume 80 columns and fold the long kernel[config] keys unreadably.
+        console = Console(width=240)
     err = Console(stderr=True, soft_wrap=True)
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         # Under the interpreter @triton.jit gives functions that triton.compile cannot build.
@@ -86,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         try:  # before minutes of compiling: an unusable baseline is known at once
             baseline = gate.load(args.check, target=args.target)
         except gate.IsaReportError as exc:
-            err.print(f"[bold red]isa: unusable baseline:[/] {exc}")
+            err.print(f"[bold red]isa: unusable baseline:[/] {escape(str(exc))}")
             return 2
     providers = args.providers or collect.PROVIDERS
     jobs = args.jobs or collect.default_jobs()
@@ -95,14 +100,16 @@ def run(args: argparse.Namespace) -> int:
             args.target, providers=providers, native=not args.skip_native, jobs=jobs
         )
     except (collect.ProviderError, metrics.IsaParseError) as exc:
-        err.print(f"[bold red]isa: {type(exc).__name__}: {exc}[/]")
+        err.print(f"[bold red]isa: {type(exc).__name__}: {escape(str(exc))}[/]")
         return 2
     except collect.CompileError as exc:
-        err.print(f"[bold red]isa: {exc}[/]")
+        err.print(f"[bold red]isa: {escape(str(exc))}[/]")
         return 1
     if args.json is not None:
         write_report(args.json, report)
-        console.print(f"isa {args.target}: wrote {len(report['entries'])} entries to {args.json}")
+        console.print(
+            f"isa {args.target}: wrote {len(report['entries'])} entries to {escape(str(args.json))}"
+        )
     if baseline is None:
         if args.json is None:
             json.dump(report, sys.stdout, indent=1)

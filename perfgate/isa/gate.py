@@ -233,18 +233,20 @@ def render(comparison: Comparison, *, target: str, n_entries: int, console: Any)
     """Print the comparison as a rich table with a one-line summary."""
     from rich.panel import Panel
     from rich.table import Table
+    from rich.text import Text
 
     for warning in comparison.warnings:
-        console.print(Panel(warning, title="WARNING", style="bold yellow"))
+        console.print(Panel(Text(warning), title="WARNING", style="bold yellow"))
     if comparison.rows:
         table = Table(title=f"ISA differences ({target})", show_lines=False)
-        for column in ("kernel[config]", "metric", "baseline", "current", "verdict"):
-            table.add_column(column, overflow="fold")
+        table.add_column(Text("kernel[config]"), overflow="fold", ratio=3)
+        for column in ("metric", "baseline", "current", "verdict"):
+            table.add_column(column, overflow="fold", ratio=1)
         styles = {REGRESSION: "bold red", IMPROVED: "green", NEW: "yellow", SKIPPED: "yellow"}
         for r in comparison.rows:
-            table.add_row(
-                r.key, r.metric, r.baseline, r.current, r.verdict, style=styles.get(r.verdict)
-            )
+            # Text, not str: keys like "gemm[block_m=16]" would otherwise be read as rich markup.
+            cells = (Text(c) for c in (r.key, r.metric, r.baseline, r.current, r.verdict))
+            table.add_row(*cells, style=styles.get(r.verdict))
         console.print(table)
     n_reg, n_imp = len(comparison.regressions), len(comparison.improvements)
     verdict = "[bold red]FAIL[/]" if n_reg else "[bold green]PASS[/]"

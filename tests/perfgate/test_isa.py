@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import io
 import json
 import os
 import re
@@ -452,3 +453,16 @@ def test_real_gemm_gfx950_has_scaled_mfma_and_fp4_convert():
         mnemonics = entry["instructions"]
         assert any(m.startswith("v_mfma_scale_f32_") for m in mnemonics), (entry["key"], mnemonics)
         assert mnemonics.get("v_cvt_scalef32_pk_fp4_bf16", 0) > 0, (entry["key"], mnemonics)
+
+
+def test_render_prints_full_keys_and_verdict(gfx950_report):
+    # Keys hold "[...]": rendered as rich markup they would lose their config (a real bug once).
+    from rich.console import Console
+
+    baseline = copy.deepcopy(gfx950_report)
+    baseline["entries"][DOT]["occupancy"] += 1
+    comparison = gate.compare(baseline, gfx950_report)
+    console = Console(width=300, record=True, file=io.StringIO())
+    gate.render(comparison, target="gfx950", n_entries=2, console=console)
+    text = console.export_text()
+    assert DOT in text and "REGRESSION" in text and "FAIL" in text
