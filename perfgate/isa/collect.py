@@ -112,11 +112,20 @@ def gfx950_fields(compiled: Any, num_warps: int) -> dict[str, Any]:
 
 
 def _nvidia_tool(name: str) -> str:
-    from triton import knobs
+    """Path of triton's bundled cuobjdump/nvdisasm (``TRITON_CUOBJDUMP_PATH`` etc. override)."""
+    try:
+        from triton import knobs
 
-    path = getattr(knobs.nvidia, name).path
+        path = getattr(knobs.nvidia, name).path
+    except (ImportError, AttributeError) as exc:
+        raise ProviderError(
+            f"this triton has no knobs.nvidia.{name}: sm90 needs triton >= 3.4"
+        ) from exc
     if not path or not os.path.exists(path):
-        raise FileNotFoundError(f"{name} not found (triton ships it with its NVIDIA backend)")
+        raise ProviderError(
+            f"{name} not found ({path!r}): sm90 needs the NVIDIA backend tools that the PyPI "
+            "triton wheel ships (a ROCm triton build lacks them)"
+        )
     return path
 
 
