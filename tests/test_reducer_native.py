@@ -51,7 +51,7 @@ HIPCC = _hipcc()
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="no nvcc (CUDA_HOME, /usr/local/cuda, PATH)")
 needs_zig = pytest.mark.skipif(
     shutil.which("zig") is None and not __import__("importlib").util.find_spec("ziglang"),
-    reason="no ziglang package (pip install 'ziglang>=0.13', the `isa` extra)",
+    reason="no ziglang package (pip install 'ziglang>=0.17,<0.18', the `isa` extra)",
 )
 
 

@@ -309,7 +309,7 @@ def device_asm(target: str = "gfx950") -> str:
         if importlib.util.find_spec("ziglang") is None:
             raise BuildError(
                 "device_asm('gfx950') needs the ziglang package for its clang: "
-                "pip install 'ziglang>=0.13' (the suite's `isa` extra)"
+                "pip install 'ziglang>=0.17,<0.18' (the suite's `isa` extra)"
             )
         cmd = [sys.executable, "-m", "ziglang", "clang", "-x", "hip", "--offload-arch=gfx950"]
         cmd += ["--cuda-device-only", "-nogpulib", "-nogpuinc", "-DMXFP4_BARE_DEVICE"]
