@@ -22,15 +22,7 @@ from kernels.configs import GemmConfig, effective_splits, select_config
 from kernels.device import device_info
 from kernels.gemm import gemm_a16wfp4
 from kernels.reference import check_leaderboard, generate_input, reference_gemm
-
-LEADERBOARD = [
-    (4, 2880, 512),
-    (16, 2112, 7168),
-    (32, 4096, 512),
-    (32, 2880, 512),
-    (64, 7168, 2048),
-    (256, 3072, 1536),
-]
+from kernels.shapes import LEADERBOARD
 
 
 def candidates(m: int, k: int):

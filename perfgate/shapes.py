@@ -1,6 +1,6 @@
-"""The benchmark shapes: the six ranked leaderboard shapes, the production grid, the reducer cases.
+"""The benchmark shapes: the task's shapes (from :mod:`kernels.shapes`) and the reducer cases.
 
-From the task (docs: task-facts section 1). Each shape has a stable id (``m16-n2112-k7168``) so
+ Each shape has a stable id (``m16-n2112-k7168``) so
 that a benchmark's ``fullname`` is the same in every run and baselines match by name.
 """
 
@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from kernels.shapes import AITER_MI355X_US, GRID, GRID_M, GRID_NK, LEADERBOARD, GemmShape
 
-class GemmShape(NamedTuple):
-    m: int
-    n: int
-    k: int
-
-    @property
-    def id(self) -> str:
-        return f"m{self.m}-n{self.n}-k{self.k}"
+__all__ = [
+    "AITER_MI355X_US",
+    "GRID",
+    "GRID_M",
+    "GRID_NK",
+    "LEADERBOARD",
+    "REDUCER",
+    "GemmShape",
+    "ReducerCase",
+]
 
 
 class ReducerCase(NamedTuple):
@@ -28,50 +31,6 @@ class ReducerCase(NamedTuple):
     def id(self) -> str:
         return f"s{self.splits}-m{self.m}-n{self.n}"
 
-
-# The ranked shapes; the score is the geometric mean of their times.
-LEADERBOARD: tuple[GemmShape, ...] = tuple(
-    GemmShape(*s)
-    for s in (
-        (4, 2880, 512),
-        (16, 2112, 7168),
-        (32, 4096, 512),
-        (32, 2880, 512),
-        (64, 7168, 2048),
-        (256, 3072, 1536),
-    )
-)
-
-# aiter's times on MI355X for the ranked shapes, in microseconds (a reference point for reports).
-AITER_MI355X_US: dict[GemmShape, float] = dict(
-    zip(LEADERBOARD, (8.198, 20.873, 9.462, 9.173, 12.738, 12.219), strict=True)
-)
-
-GRID_NK: tuple[tuple[int, int], ...] = (
-    (2880, 512),
-    (2112, 7168),
-    (4096, 512),
-    (7168, 2048),
-    (3072, 1536),
-    (2880, 1536),
-    (4096, 1536),
-    (2112, 512),
-    (2112, 2048),
-    (7168, 512),
-    (7168, 1536),
-    (7168, 7168),
-    (3072, 512),
-    (3072, 7168),
-    (3072, 2048),
-    (4096, 2048),
-    (4096, 7168),
-    (2880, 2048),
-    (2880, 7168),
-)
-GRID_M: tuple[int, ...] = tuple(2**i for i in range(9))  # 1, 2, 4, ..., 256
-
-# The production grid, N-K major then M, so related shapes sit together in reports.
-GRID: tuple[GemmShape, ...] = tuple(GemmShape(m, n, k) for n, k in GRID_NK for m in GRID_M)
 
 # The split-K reducer on its own, at the sizes the long-K leaderboard shapes produce:
 # (16, 2112, 7168) split 8 ways (896 K per split) and (64, 7168, 2048) split 4 ways.

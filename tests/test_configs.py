@@ -17,20 +17,8 @@ from kernels.configs import (
     shared_bytes_estimate,
 )
 from kernels.device import DeviceInfo
+from kernels.shapes import GRID_NK, LEADERBOARD
 
-LEADERBOARD = [
-    (4, 2880, 512),
-    (16, 2112, 7168),
-    (32, 4096, 512),
-    (32, 2880, 512),
-    (64, 7168, 2048),
-    (256, 3072, 1536),
-]
-GRID_NK = [
-    (2880, 512), (2112, 7168), (4096, 512), (7168, 2048), (3072, 1536), (2880, 1536), (4096, 1536),
-    (2112, 512), (2112, 2048), (7168, 512), (7168, 1536), (7168, 7168), (3072, 512), (3072, 7168),
-    (3072, 2048), (4096, 2048), (4096, 7168), (2880, 2048), (2880, 7168),
-]  # fmt: skip
 MI355X = DeviceInfo("amd", "AMD Instinct MI355X", "gfx950", 256, 4 * 2**20, 256 * 2**20, 64)
 H200 = DeviceInfo("nvidia", "NVIDIA H200", "sm90", 132, 60 * 2**20, 60 * 2**20, 32)
 

@@ -18,6 +18,7 @@ from kernels.gemm import custom_kernel, gemm_a16wfp4
 from kernels.layout import SCALE_PAD, padded_scale_shape, shuffle_scales, shuffle_weight
 from kernels.mxfp4 import dequantize_mxfp4, quantize_mxfp4
 from kernels.reference import check_leaderboard, dequantized_weight, generate_input, reference_gemm
+from kernels.shapes import LEADERBOARD, TEST_SHAPES
 
 
 def _exact_and_bound(a: torch.Tensor, b_shuffle, b_scale_sh):
@@ -220,19 +221,9 @@ def test_cpu_tensors_need_the_interpreter(monkeypatch):
 
 # --- the task's shapes, on a GPU --------------------------------------------------------------
 
-TEST_SHAPES = [(8, 2112, 7168), (16, 3072, 1536), (64, 3072, 1536), (256, 2880, 512)]
-BENCH_SHAPES = [
-    (4, 2880, 512),
-    (16, 2112, 7168),
-    (32, 4096, 512),
-    (32, 2880, 512),
-    (64, 7168, 2048),
-    (256, 3072, 1536),
-]
-
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", TEST_SHAPES + BENCH_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("shape", TEST_SHAPES + LEADERBOARD, ids=lambda s: "x".join(map(str, s)))
 def test_task_shapes_write_every_element(shape):
     m, n, k = shape
     a, _, _, b_shuffle, b_scale_sh = generate_input(m, n, k, seed=shape[0] * 7 + 1, device="cuda")
