@@ -59,7 +59,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if "tests/perf" in item.nodeid.replace(os.sep, "/"):
+        # tests/perf/ only: tests/perfgate/ shares the prefix
+        if item.nodeid.replace(os.sep, "/").startswith("tests/perf/"):
             item.add_marker(pytest.mark.bench)
         if item.get_closest_marker("gpu") and not GPU:
             item.add_marker(
