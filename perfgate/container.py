@@ -225,9 +225,25 @@ def _repo_root() -> Path:
     return Path(__file__).resolve().parent.parent
 
 
-def _client() -> Any:
-    import docker  # the `container` extra; imported here so `--help` needs no Docker SDK
+def docker_sdk() -> Any:
+    """The Docker SDK module, or a ContainerError saying it is missing.
 
+    A plain ``import docker`` is not enough: run from the repository root, it finds this
+    repository's ``docker/`` folder as a namespace package when the SDK is not installed.
+    """
+    try:
+        import docker  # the `container` extra; imported here so `--help` needs no Docker SDK
+    except ImportError:
+        docker = None
+    if docker is None or not hasattr(docker, "from_env"):
+        raise ContainerError(
+            "the Docker SDK for Python is not installed (pip install docker: the `container` extra)"
+        )
+    return docker
+
+
+def _client() -> Any:
+    docker = docker_sdk()
     try:
         client = docker.from_env()
         client.ping()

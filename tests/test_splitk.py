@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kernels import splitk
@@ -122,6 +122,15 @@ def test_empty_output_is_a_no_op(device, shape):
 _f32 = st.floats(width=32, allow_nan=True, allow_infinity=True, allow_subnormal=True)
 
 
+# Lists of up to a few thousand floats: hypothesis rejects many draws as too large; that is the
+# generator's bookkeeping, not a filter on the property.
+@settings(
+    suppress_health_check=[
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
+        HealthCheck.too_slow,
+    ]
+)
 @given(
     s=st.integers(1, 16),
     m=st.integers(1, 6),

@@ -35,6 +35,14 @@ from perfgate.container import (
 REPO = Path(__file__).resolve().parents[2]
 
 
+def _require_sdk():
+    """The Docker SDK, or a skip naming what is missing (perfgate.container.docker_sdk decides)."""
+    try:
+        return container.docker_sdk()
+    except container.ContainerError as exc:
+        pytest.skip(str(exc))
+
+
 def _group(gid: int) -> SimpleNamespace:
     return SimpleNamespace(gr_gid=gid)
 
@@ -91,6 +99,7 @@ def test_cli_needs_a_session(capsys) -> None:
 
 
 def test_cli_reports_an_unreachable_engine(monkeypatch, capsys) -> None:
+    _require_sdk()
     monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
     assert _cli(["--allow-no-gpu", "--no-build", "test"]) == 2
     assert (
@@ -384,9 +393,7 @@ int main(int argc, char **argv) {
 
 @pytest.fixture(scope="module")
 def engine():
-    docker = pytest.importorskip(
-        "docker", reason="the Docker SDK (extra 'container') is not installed"
-    )
+    docker = _require_sdk()
     where = os.environ.get("DOCKER_HOST", "the default socket")
     try:
         client = docker.from_env(timeout=30)
