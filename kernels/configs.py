@@ -150,7 +150,8 @@ def model_config(m: int, n: int, k: int, cus: int) -> GemmConfig:
 # --- selection -------------------------------------------------------------------------------
 
 
-def _tuned_table(info: DeviceInfo) -> dict[tuple[int, int, int], GemmConfig]:
+def tuned_table(info: DeviceInfo) -> dict[tuple[int, int, int], GemmConfig]:
+    """The tuned table of ``info``'s architecture (empty where there is none)."""
     if info.vendor == "amd":
         from kernels._configs_amd import TUNED
     elif info.vendor == "nvidia":
@@ -162,7 +163,7 @@ def _tuned_table(info: DeviceInfo) -> dict[tuple[int, int, int], GemmConfig]:
 
 @functools.cache
 def _select(m: int, n: int, k: int, info: DeviceInfo) -> GemmConfig:
-    tuned = _tuned_table(info).get((m, n, k))
+    tuned = tuned_table(info).get((m, n, k))
     return tuned if tuned is not None else model_config(m, n, k, info.compute_units)
 
 
@@ -173,4 +174,4 @@ def select_config(m: int, n: int, k: int, info: DeviceInfo | None = None) -> Gem
 
 def config_source(m: int, n: int, k: int, info: DeviceInfo | None = None) -> str:
     """``"tuned"`` or ``"model"``: where :func:`select_config` takes this shape's config from."""
-    return "tuned" if (m, n, k) in _tuned_table(info or device_info()) else "model"
+    return "tuned" if (m, n, k) in tuned_table(info or device_info()) else "model"

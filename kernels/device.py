@@ -48,6 +48,12 @@ class DeviceInfo:
 # decisions that the CPU tests exercise; they never reach a baseline.
 INTERPRETER = DeviceInfo("interpreter", "Triton interpreter", "interpreter", 132, 0, 0, 32)
 
+# The cards the suite targets, as device_info() reports them there. Code that works for a target
+# without its GPU at hand (the static ISA gate, the gfx950 compile tests) takes the facts from here.
+MI355X = DeviceInfo("amd", "AMD Instinct MI355X", "gfx950", 256, 4 * 2**20, 256 * 2**20, 64)
+H200 = DeviceInfo("nvidia", "NVIDIA H200", "sm90", 132, 60 * 2**20, 60 * 2**20, 32)
+TARGET_DEVICES = {"gfx950": MI355X, "sm90": H200}
+
 
 def interpret_mode() -> bool:
     """True when Triton kernels run in the CPU interpreter."""

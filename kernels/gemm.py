@@ -19,8 +19,15 @@ from typing import Any
 import torch
 
 from kernels.compile import CompileSpec
-from kernels.configs import GemmConfig, effective_splits, k_per_split, select_config
-from kernels.device import DeviceInfo, device_info, interpret_mode
+from kernels.configs import (
+    GemmConfig,
+    effective_splits,
+    k_per_split,
+    model_config,
+    select_config,
+    tuned_table,
+)
+from kernels.device import TARGET_DEVICES, DeviceInfo, device_info, interpret_mode
 from kernels.layout import padded_scale_shape
 from kernels.mxfp4 import as_uint8
 from kernels.quant import check_device, quant_impl
@@ -168,15 +175,19 @@ def custom_kernel(data) -> torch.Tensor:
 # Shapes beyond the tuned table whose model-chosen configs the ISA gate also compiles: corners of
 # the production grid (M from 1 to 256, short and long K).
 MODEL_SAMPLE_SHAPES = ((1, 7168, 7168), (8, 2112, 2048), (128, 4096, 512), (256, 7168, 7168))
-_TARGET_FACTS = {"gfx950": ("amd", 256), "sm90": ("nvidia", 132)}
+
+
+def _target_device(target: str) -> DeviceInfo:
+    if target not in TARGET_DEVICES:
+        raise ValueError(f"target must be one of {sorted(TARGET_DEVICES)}, got {target!r}")
+    return TARGET_DEVICES[target]
 
 
 def compile_spec(cfg: GemmConfig, target: str) -> CompileSpec:
     """The GEMM kernel specialised as the launcher runs it with ``cfg`` on ``target``."""
     from kernels._gemm_kernel import gemm_a16wfp4_kernel
 
-    if target not in _TARGET_FACTS:
-        raise ValueError(f"target must be one of {sorted(_TARGET_FACTS)}, got {target!r}")
+    _target_device(target)
     split = cfg.split_k > 1
     signature = {
         "a_ptr": "*bf16", "b_ptr": "*u8", "bs_ptr": "*u8", "c_ptr": "*fp32" if split else "*bf16",
@@ -221,14 +232,7 @@ def compile_spec(cfg: GemmConfig, target: str) -> CompileSpec:
 
 def compile_specs(target: str) -> list[CompileSpec]:
     """Every tuned config of ``target``, plus the model's configs for the sample shapes."""
-    from kernels import _configs_amd, _configs_nvidia
-    from kernels.configs import model_config
-
-    vendor, cus = _TARGET_FACTS.get(target, (None, 0))
-    if vendor is None:
-        raise ValueError(f"target must be one of {sorted(_TARGET_FACTS)}, got {target!r}")
-    table = (_configs_amd if vendor == "amd" else _configs_nvidia).TUNED[target]
-    configs = list(
-        dict.fromkeys([*table.values(), *(model_config(*s, cus) for s in MODEL_SAMPLE_SHAPES)])
-    )
+    info = _target_device(target)
+    modelled = (model_config(*s, info.compute_units) for s in MODEL_SAMPLE_SHAPES)
+    configs = list(dict.fromkeys([*tuned_table(info).values(), *modelled]))
     return [compile_spec(cfg, target) for cfg in configs]

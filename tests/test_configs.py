@@ -16,11 +16,8 @@ from kernels.configs import (
     select_config,
     shared_bytes_estimate,
 )
-from kernels.device import DeviceInfo
+from kernels.device import H200, MI355X
 from kernels.shapes import GRID_NK, LEADERBOARD
-
-MI355X = DeviceInfo("amd", "AMD Instinct MI355X", "gfx950", 256, 4 * 2**20, 256 * 2**20, 64)
-H200 = DeviceInfo("nvidia", "NVIDIA H200", "sm90", 132, 60 * 2**20, 60 * 2**20, 32)
 
 
 @pytest.mark.parametrize(

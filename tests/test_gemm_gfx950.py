@@ -22,11 +22,10 @@ CVT = "v_cvt_scalef32_pk_fp4_bf16"
 _GEMM = """
 import sys
 from kernels.configs import select_config
-from kernels.device import DeviceInfo
+from kernels.device import MI355X
 from kernels.gemm import compile_spec
-mi355x = DeviceInfo("amd", "AMD Instinct MI355X", "gfx950", 256, 4 * 2**20, 256 * 2**20, 64)
 shape = tuple(int(v) for v in sys.argv[1].split(","))
-print(compile_spec(select_config(*shape, mi355x), "gfx950").compile("gfx950").asm["amdgcn"])
+print(compile_spec(select_config(*shape, MI355X), "gfx950").compile("gfx950").asm["amdgcn"])
 """
 _QUANT = """
 import sys

@@ -9,12 +9,10 @@ import time
 
 import pytest
 
-from kernels.device import DeviceInfo
+from kernels.device import H200, MI355X
 from perfgate import timing
 
-H200 = DeviceInfo("nvidia", "NVIDIA H200", "sm90", 132, 60 * 2**20, 60 * 2**20, 32)
 # torch reports only the 4 MB L2 of MI355X; device.py adds the 256 MB Infinity Cache
-MI355X = DeviceInfo("amd", "AMD Instinct MI355X", "gfx950", 256, 4 * 2**20, 256 * 2**20, 64)
 
 
 class FakeDevice:
