@@ -42,17 +42,22 @@ class _Plan:
     options: dict[str, Any]  # launch options: num_warps, num_stages, AMD hints
 
 
-@functools.cache
-def _plan(m: int, n: int, k: int, cfg: GemmConfig, info: DeviceInfo, use_asm: bool) -> _Plan:
-    splits = effective_splits(k, cfg)
-    grid = (math.ceil(m / cfg.block_m) * math.ceil(n / cfg.block_n), splits)
-    constexprs = {
+def _kernel_constexprs(cfg: GemmConfig, splits: int, use_asm: bool) -> dict[str, Any]:
+    """The tile constexprs of a config: what the launcher passes and the ISA gate compiles."""
+    return {
         "BLOCK_M": cfg.block_m,
         "BLOCK_N": cfg.block_n,
         "BLOCK_K": cfg.block_k,
         "SPLIT_K": splits,
         "USE_ASM": use_asm,
     }
+
+
+@functools.cache
+def _plan(m: int, n: int, k: int, cfg: GemmConfig, info: DeviceInfo) -> _Plan:
+    splits = effective_splits(k, cfg)
+    grid = (math.ceil(m / cfg.block_m) * math.ceil(n / cfg.block_n), splits)
+    constexprs = _kernel_constexprs(cfg, splits, quant_impl(info) == "gfx950")
     options: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
     if info.vendor == "amd" and not interpret_mode():
         options.update(amd_options(cfg))
@@ -143,7 +148,7 @@ def gemm_a16wfp4(
         raise TypeError(
             f"config must be a kernels.configs.GemmConfig or None, got {type(cfg).__name__}"
         )
-    plan = _plan(m, n, k, cfg, info, quant_impl(info) == "gfx950")
+    plan = _plan(m, n, k, cfg, info)
     from kernels._gemm_kernel import gemm_a16wfp4_kernel
 
     if plan.splits == 1:
@@ -198,10 +203,10 @@ def compile_spec(cfg: GemmConfig, target: str) -> CompileSpec:
         "SPLIT_K": "constexpr", "USE_ASM": "constexpr",
     }  # fmt: skip
     constexprs = {
-        "stride_ak": 1, "stride_cn": 1,
-        "BLOCK_M": cfg.block_m, "BLOCK_N": cfg.block_n, "BLOCK_K": cfg.block_k,
-        "SPLIT_K": cfg.split_k, "USE_ASM": target == "gfx950",
-    }  # fmt: skip
+        "stride_ak": 1,
+        "stride_cn": 1,
+        **_kernel_constexprs(cfg, cfg.split_k, target == "gfx950"),
+    }
     if not split:
         constexprs["stride_cs"] = 0
     aligned = (
