@@ -60,6 +60,15 @@ def interpret_mode() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+def check_kernel_device(t: torch.Tensor, name: str) -> None:
+    """Triton kernels take GPU tensors; CPU tensors only when they run in the interpreter."""
+    if t.device.type != "cuda" and not interpret_mode():
+        raise ValueError(
+            f"{name} is on {t.device}; Triton kernels need GPU tensors, or TRITON_INTERPRET=1 set "
+            "before triton is imported to run them on the CPU in the interpreter"
+        )
+
+
 def is_hip() -> bool:
     return torch.version.hip is not None
 

@@ -27,10 +27,16 @@ from kernels.configs import (
     select_config,
     tuned_table,
 )
-from kernels.device import TARGET_DEVICES, DeviceInfo, device_info, interpret_mode
+from kernels.device import (
+    TARGET_DEVICES,
+    DeviceInfo,
+    check_kernel_device,
+    device_info,
+    interpret_mode,
+)
 from kernels.layout import padded_scale_shape
 from kernels.mxfp4 import as_uint8
-from kernels.quant import check_device, quant_impl
+from kernels.quant import quant_impl
 
 
 @dataclass(frozen=True)
@@ -116,7 +122,7 @@ def _validate(a, b_shuffle, b_scale_sh, out):
             raise ValueError(f"out is on {out.device} but A is on {a.device}")
         if n > 1 and out.stride(1) != 1:
             raise ValueError(f"out must have unit column stride, got strides {out.stride()}")
-    check_device(a, "A")
+    check_kernel_device(a, "A")
     return b, bs
 
 

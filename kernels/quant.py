@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from kernels.device import DeviceInfo, device_info, interpret_mode
+from kernels.device import DeviceInfo, check_kernel_device, device_info, interpret_mode
 
 IMPLS = ("gfx950", "portable")
 
@@ -41,15 +41,6 @@ def check_impl(impl: str | None, info: DeviceInfo | None = None) -> str:
     return impl
 
 
-def check_device(t: torch.Tensor, name: str) -> None:
-    """CPU tensors are only usable by Triton in the interpreter."""
-    if t.device.type == "cpu" and not interpret_mode():
-        raise ValueError(
-            f"{name} is a CPU tensor; Triton kernels need GPU tensors, or TRITON_INTERPRET=1 set "
-            "before triton is imported to run them on the CPU in the interpreter"
-        )
-
-
 def quantize_mxfp4_triton(
     x: torch.Tensor, *, impl: str | None = None, block_m: int = 16, block_k: int = 256
 ):
@@ -63,7 +54,7 @@ def quantize_mxfp4_triton(
         raise ValueError(f"x.shape[1] (K) must be a multiple of 64, got {k}")
     if x.stride(1) != 1:
         raise ValueError(f"x must have unit column stride, got strides {x.stride()}")
-    check_device(x, "x")
+    check_kernel_device(x, "x")
     use_asm = check_impl(impl) == "gfx950"
     packed = torch.empty((m, k // 2), dtype=torch.uint8, device=x.device)
     scales = torch.empty((m, k // 32), dtype=torch.uint8, device=x.device)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kernels.device import device_info, gpu_available, interpret_mode
+from kernels.device import check_kernel_device, device_info, gpu_available
 
 log = logging.getLogger(__name__)
 
@@ -142,11 +142,7 @@ def _check_args(partials: torch.Tensor, out: torch.Tensor) -> tuple[int, int, in
         and out.untyped_storage().data_ptr() == partials.untyped_storage().data_ptr()
     ):
         raise ValueError("out shares storage with partials; the reduction cannot run in place")
-    if partials.device.type != "cuda" and not interpret_mode():
-        raise ValueError(
-            f"partials is on {partials.device}: the reducer needs a GPU tensor "
-            "(or TRITON_INTERPRET=1 for the Triton reducer on CPU)"
-        )
+    check_kernel_device(partials, "partials")
     return s, m, n
 
 

@@ -214,7 +214,7 @@ def test_cpu_tensors_need_the_interpreter(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     with pytest.raises(
         ValueError,
-        match="A is a CPU tensor; Triton kernels need GPU tensors, or TRITON_INTERPRET=1",
+        match="A is on cpu; Triton kernels need GPU tensors, or TRITON_INTERPRET=1",
     ):
         gemm_a16wfp4(a, b, s)
 

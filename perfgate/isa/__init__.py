@@ -80,7 +80,9 @@ def run(args: argparse.Namespace) -> int:
         # CI logs: rich would assume 80 columns and fold the long kernel[config] keys unreadably.
         console = Console(width=240)
     err = Console(stderr=True, soft_wrap=True)
-    if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
+    from kernels.device import interpret_mode
+
+    if interpret_mode():
         # Under the interpreter @triton.jit gives functions that triton.compile cannot build.
         err.print(
             "[bold red]isa: TRITON_INTERPRET is set; this command compiles for real targets: unset it[/]"
