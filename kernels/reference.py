@@ -28,6 +28,44 @@ def generate_input(m: int, n: int, k: int, seed: int, device: str | torch.device
     torch's float4/float8 views; every function here accepts both). The scale padding, left
     uninitialised upstream, is the E8M0 NaN (see :mod:`kernels.layout`).
     """
+    _check_problem(m, n, k, seed)
+    device = torch.device(device if device is not None else "cpu")
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    a = torch.randn((m, k), dtype=torch.bfloat16, device=device, generator=gen)
+    b = torch.randn((n, k), dtype=torch.bfloat16, device=device, generator=gen)
+    return _leaderboard_tuple(a, b)
+
+
+# e2m1 values, +0 once: what grid-valued inputs are drawn from
+_GRID_VALUES = (0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -1.5, -2, -3, -4, -6)
+
+
+def lossless_input(m: int, n: int, k: int, seed: int, device: str | torch.device | None = None):
+    """A leaderboard tuple whose A and B already lie on the fp4 grid with scale 2**0.
+
+    Every 32-element block holds a +-6, so its amax rounds to scale 2**0 and quantization loses
+    nothing; products are small multiples of 1/4, so fp32 and fp64 sums are both exact and a
+    correct kernel must equal :func:`reference_gemm` bit for bit. Drawn on the CPU (A, then B)
+    from a generator seeded with ``seed``, then moved to ``device``.
+    """
+    _check_problem(m, n, k, seed)
+    gen = torch.Generator().manual_seed(seed)
+    grid = torch.tensor(_GRID_VALUES)
+    a = grid[torch.randint(0, len(_GRID_VALUES), (m, k), generator=gen)]
+    b = grid[torch.randint(0, len(_GRID_VALUES), (n, k), generator=gen)]
+    a[:, ::32] = 6.0
+    b[:, ::32] = -6.0
+    device = torch.device(device if device is not None else "cpu")
+    return _leaderboard_tuple(a.to(torch.bfloat16).to(device), b.to(torch.bfloat16).to(device))
+
+
+def _leaderboard_tuple(a: torch.Tensor, b: torch.Tensor):
+    b_q, b_scale = quantize_mxfp4(b)
+    return a, b, b_q, shuffle_weight(b_q), shuffle_scales(b_scale)
+
+
+def _check_problem(m: int, n: int, k: int, seed: int) -> None:
     for name, v in (("m", m), ("n", n), ("k", k), ("seed", seed)):
         if not isinstance(v, int) or isinstance(v, bool):
             raise TypeError(f"{name} must be an int, got {type(v).__name__}")
@@ -37,13 +75,6 @@ def generate_input(m: int, n: int, k: int, seed: int, device: str | torch.device
         raise ValueError(f"k must be a multiple of 64 (the task asserts K % 64 == 0), got {k}")
     if n % 16:
         raise ValueError(f"n must be a multiple of 16 (the (16,16) weight shuffle), got {n}")
-    device = torch.device(device if device is not None else "cpu")
-    gen = torch.Generator(device=device)
-    gen.manual_seed(seed)
-    a = torch.randn((m, k), dtype=torch.bfloat16, device=device, generator=gen)
-    b = torch.randn((n, k), dtype=torch.bfloat16, device=device, generator=gen)
-    b_q, b_scale = quantize_mxfp4(b)
-    return a, b, b_q, shuffle_weight(b_q), shuffle_scales(b_scale)
 
 
 def round_to_bf16(x: torch.Tensor) -> torch.Tensor:

@@ -15,9 +15,15 @@ from hypothesis import strategies as st
 
 from kernels.configs import GemmConfig
 from kernels.gemm import custom_kernel, gemm_a16wfp4
-from kernels.layout import SCALE_PAD, padded_scale_shape, shuffle_scales, shuffle_weight
+from kernels.layout import SCALE_PAD, padded_scale_shape, shuffle_scales
 from kernels.mxfp4 import dequantize_mxfp4, quantize_mxfp4
-from kernels.reference import check_leaderboard, dequantized_weight, generate_input, reference_gemm
+from kernels.reference import (
+    check_leaderboard,
+    dequantized_weight,
+    generate_input,
+    lossless_input,
+    reference_gemm,
+)
 from kernels.shapes import LEADERBOARD, TEST_SHAPES
 
 
@@ -66,21 +72,6 @@ def test_random_shapes_and_configs(device, m, n, k, cfg, seed):
     _check(gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg), a, b_shuffle, b_scale_sh)
 
 
-def _grid_operands(m, n, k, seed, device):
-    g = torch.Generator().manual_seed(seed)
-    grid = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -1.5, -2, -3, -4, -6])
-    a = grid[torch.randint(0, 15, (m, k), generator=g)]
-    b = grid[torch.randint(0, 15, (n, k), generator=g)]
-    a[:, ::32] = 6.0  # amax 6 in every block: scale 2**0, so quantization is lossless
-    b[:, ::32] = -6.0
-    bq, bs = quantize_mxfp4(b.to(torch.bfloat16))
-    return (
-        a.to(torch.bfloat16).to(device),
-        shuffle_weight(bq).to(device),
-        shuffle_scales(bs).to(device),
-    )
-
-
 @pytest.mark.parametrize(
     "cfg",
     [
@@ -91,7 +82,7 @@ def _grid_operands(m, n, k, seed, device):
     ids=["k-steps", "edge-tiles", "split-k"],
 )
 def test_lossless_inputs_match_exactly(device, cfg):
-    a, b_shuffle, b_scale_sh = _grid_operands(19, 96, 384, 5, device)
+    a, _, _, b_shuffle, b_scale_sh = lossless_input(19, 96, 384, 5, device)
     out = gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg)
     torch.testing.assert_close(
         out.cpu(), reference_gemm(a.cpu(), b_shuffle.cpu(), b_scale_sh.cpu()), rtol=0, atol=0

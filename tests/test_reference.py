@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from kernels.layout import shuffle_scales, shuffle_weight, unshuffle_scales, unshuffle_weight
 from kernels.mxfp4 import quantize_mxfp4
-from kernels.reference import check_leaderboard, generate_input, reference_gemm, round_to_bf16
+from kernels.reference import (
+    check_leaderboard,
+    generate_input,
+    lossless_input,
+    reference_gemm,
+    round_to_bf16,
+)
 
 
 def test_generate_input_is_deterministic_and_seed_dependent():
@@ -47,25 +53,12 @@ def test_generate_input_is_consistent_with_itself(m, n, k, seed):
     assert torch.equal(unshuffle_scales(b_scale_sh, n, k), s)
 
 
-def _grid_operands(m, n, k, seed):
-    """A and B whose values already lie on the fp4 grid with power-of-two block scales, so that
-    quantization is lossless and every product and partial sum is exact in fp64."""
-    g = torch.Generator().manual_seed(seed)
-    grid = torch.tensor([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -1.5, -2, -3, -4, -6])
-    a = grid[torch.randint(0, 15, (m, k), generator=g)]
-    b = grid[torch.randint(0, 15, (n, k), generator=g)]
-    a[:, ::32] = 6.0  # pin every block's amax at 6 so the scale is 2**0
-    b[:, ::32] = -6.0
-    return a.to(torch.bfloat16), b.to(torch.bfloat16)
-
-
 @given(
     st.integers(1, 8), st.sampled_from([16, 32]), st.sampled_from([64, 128]), st.integers(0, 1000)
 )
 def test_reference_is_exact_on_lossless_inputs(m, n, k, seed):
-    a, b = _grid_operands(m, n, k, seed)
-    q, s = quantize_mxfp4(b)
-    got = reference_gemm(a, shuffle_weight(q), shuffle_scales(s))
+    a, b, _, b_shuffle, b_scale_sh = lossless_input(m, n, k, seed)
+    got = reference_gemm(a, b_shuffle, b_scale_sh)
     exact = a.double() @ b.double().T  # small integers and halves: exact in fp64
     assert torch.equal(got, round_to_bf16(exact))
 
