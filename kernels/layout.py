@@ -37,29 +37,29 @@ def _check_2d(t: torch.Tensor, name: str) -> None:
         raise ValueError(f"{name} must be 2-D, got shape {tuple(t.shape)}")
 
 
-def shuffle_weight(w: torch.Tensor) -> torch.Tensor:
-    """(N, K/2) packed fp4 bytes -> the (16,16) shuffled layout, same shape and dtype."""
-    b = as_uint8(w, "w")
-    _check_2d(b, "w")
+def _weight_bytes(w: torch.Tensor, name: str) -> tuple[torch.Tensor, int, int]:
+    """``w`` as a uint8 (N, K/2) matrix that whole 16-row x 32-byte tiles cover, and N, K/2."""
+    b = as_uint8(w, name)
+    _check_2d(b, name)
     n, kb = b.shape
     if n % TILE_ROWS or kb % TILE_BYTES:
         raise ValueError(
-            f"w must have N % {TILE_ROWS} == 0 and K/2 % {TILE_BYTES} == 0 (K % 64 == 0); "
+            f"{name} must have N % {TILE_ROWS} == 0 and K/2 % {TILE_BYTES} == 0 (K % 64 == 0); "
             f"got shape {tuple(b.shape)}"
         )
+    return b, n, kb
+
+
+def shuffle_weight(w: torch.Tensor) -> torch.Tensor:
+    """(N, K/2) packed fp4 bytes -> the (16,16) shuffled layout, same shape and dtype."""
+    b, n, kb = _weight_bytes(w, "w")
     out = b.reshape(n // 16, 16, kb // 32, 2, 16).permute(0, 2, 3, 1, 4).contiguous()
     return out.view(n, kb).view(w.dtype)
 
 
 def unshuffle_weight(w_sh: torch.Tensor) -> torch.Tensor:
     """Inverse of :func:`shuffle_weight`."""
-    b = as_uint8(w_sh, "w_sh")
-    _check_2d(b, "w_sh")
-    n, kb = b.shape
-    if n % TILE_ROWS or kb % TILE_BYTES:
-        raise ValueError(
-            f"w_sh must have N % {TILE_ROWS} == 0 and K/2 % {TILE_BYTES} == 0; got shape {tuple(b.shape)}"
-        )
+    b, n, kb = _weight_bytes(w_sh, "w_sh")
     out = b.reshape(n // 16, kb // 32, 2, 16, 16).permute(0, 3, 1, 2, 4).contiguous()
     return out.view(n, kb).view(w_sh.dtype)
 
