@@ -38,25 +38,13 @@ def _per_call_us(fn, reps: int) -> float:
 
 
 def _graph_us(fn, calls: int, replays: int) -> float | None:
+    from kernels.tune import graph_time
+
     try:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(calls):
-                fn()
+        return graph_time([fn] * calls, reps=replays) * 1e6
     except RuntimeError as exc:  # a launcher that cannot be captured: say so, do not fail
         print(f"graph capture failed: {exc}", file=sys.stderr)
         return None
-    graph.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(replays):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        graph.replay()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) * 1e3 / calls)
-    return statistics.median(times)
 
 
 def run(reps: int = 200, graph_calls: int = 20, replays: int = 20) -> list[dict]:
