@@ -33,11 +33,6 @@ LEADERBOARD: tuple[GemmShape, ...] = tuple(
     )
 )
 
-# aiter's times on MI355X for the ranked shapes, in microseconds (a reference point for reports).
-AITER_MI355X_US: dict[GemmShape, float] = dict(
-    zip(LEADERBOARD, (8.198, 20.873, 9.462, 9.173, 12.738, 12.219), strict=True)
-)
-
 GRID_NK: tuple[tuple[int, int], ...] = (
     (2880, 512),
     (2112, 7168),

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from kernels.shapes import AITER_MI355X_US, GRID, GRID_M, GRID_NK, LEADERBOARD, GemmShape
+from kernels.shapes import GRID, GRID_M, GRID_NK, LEADERBOARD, GemmShape
 
 __all__ = [
-    "AITER_MI355X_US",
     "GRID",
     "GRID_M",
     "GRID_NK",
