@@ -122,9 +122,12 @@ def build(session: nox.Session) -> None:
 
 @nox.session
 def isa(session: nox.Session) -> None:
-    """Static gfx950 and sm90 gate: compile every shipped config and compare with the baseline."""
+    """Static gate for every target that compiles on a CPU: compile every shipped config and
+    compare with the baseline."""
     _install(session, "perf", "isa", triton=ISA_TRITON)
-    for target in ("gfx950", "sm90"):
+    from_registry = "from perfgate.isa.collect import TARGETS; print(' '.join(TARGETS))"
+    targets = session.run("python", "-c", from_registry, silent=True).split()
+    for target in targets:
         session.run(
             "python",
             "-m",

@@ -6,7 +6,7 @@ been timed on an MI355X (the suite's authors had none); refresh them from
 ``nox -s bench`` on the MI355X runner. The static ISA gate compiles every entry.
 """
 
-from kernels.configs import GemmConfig
+from kernels.gemm_config import GemmConfig
 
 TUNED: dict[str, dict[tuple[int, int, int], GemmConfig]] = {
     "gfx950": {

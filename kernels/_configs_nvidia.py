@@ -5,7 +5,7 @@ configs favour smaller tiles than gfx950's. Each entry is the fastest of a ``pyt
 sweep on the lent H200 (device time of a graph replay over input copies larger than L2).
 """
 
-from kernels.configs import GemmConfig
+from kernels.gemm_config import GemmConfig
 
 TUNED: dict[str, dict[tuple[int, int, int], GemmConfig]] = {
     "sm90": {

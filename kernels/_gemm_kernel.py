@@ -69,7 +69,7 @@ def gemm_a16wfp4_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     SPLIT_K: tl.constexpr,
-    USE_ASM: tl.constexpr,
+    QUANT_PATH: tl.constexpr,
 ):
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -91,7 +91,7 @@ def gemm_a16wfp4_kernel(
             mask=mask_m[:, None] & (offs_k < k_end)[None, :],
             other=0.0,
         )
-        a_q, a_s = quantize_tile(a, BLOCK_M, BLOCK_K, USE_ASM)
+        a_q, a_s = quantize_tile(a, BLOCK_M, BLOCK_K, QUANT_PATH)
         row_nan = tl.maximum(row_nan, tl.max((a_s == 255).to(tl.int32), axis=1))
         b = _load_b_tile(b_ptr, pid_n, k0, N, k_end, stride_bn, BLOCK_N, BLOCK_K)
         b_s = _load_b_scales(bs_ptr, pid_n, k0, N, k_end, stride_bsn, BLOCK_N, BLOCK_K)

@@ -1,7 +1,8 @@
 """@triton.jit MXFP4 quantizer used inside the GEMM (and by the standalone quantize kernel).
 
 Two implementations of the e2m1 conversion sit behind ``quantize_tile``; the compile target
-picks one through the ``USE_ASM`` constexpr (see :func:`kernels.quant.quant_impl`):
+picks one through the ``QUANT_PATH`` constexpr, a :class:`kernels.targets.QuantPath` (see
+:func:`kernels.quant.quant_impl`):
 
 - gfx950: ``v_cvt_scalef32_pk_fp4_bf16`` converts two bf16 values to two e2m1 nibbles, dividing
   by a float scale whose bits are ``e8m0 << 23`` and rounding to nearest-even with saturation;
@@ -16,6 +17,10 @@ from __future__ import annotations
 
 import triton
 import triton.language as tl
+
+from kernels.targets import QuantPath
+
+_GFX950_CVT: tl.constexpr = tl.constexpr(int(QuantPath.GFX950_CVT))
 
 
 @triton.jit
@@ -74,13 +79,13 @@ def _e2m1_code_gfx950(x, e, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
 
 
 @triton.jit
-def quantize_tile(x, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, USE_ASM: tl.constexpr):
+def quantize_tile(x, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, QUANT_PATH: tl.constexpr):
     """bf16/fp32 tile (BLOCK_M, BLOCK_K) -> (packed uint8 (BLOCK_M, BLOCK_K/2), scales uint8
     (BLOCK_M, BLOCK_K/32)), the rule of :mod:`kernels.mxfp4` bit for bit."""
     amax, has_nan = _abs_bits_max(x, BLOCK_M, BLOCK_K)
     exponent_field = ((amax + 0x200000) & 0x7F800000) >> 23
     e = tl.minimum(tl.maximum(exponent_field - 129, -127), 127)
-    if USE_ASM:
+    if QUANT_PATH == _GFX950_CVT:
         code = _e2m1_code_gfx950(x, e, BLOCK_M, BLOCK_K)
     else:
         code = _e2m1_code_portable(x, e, BLOCK_M, BLOCK_K)
@@ -104,7 +109,7 @@ def quantize_kernel(
     stride_sm,
     BLOCK_M: tl.constexpr,
     BLOCK_K: tl.constexpr,
-    USE_ASM: tl.constexpr,
+    QUANT_PATH: tl.constexpr,
 ):
     """Standalone quantize: the exact ``quantize_tile`` the GEMM runs, exposed for testing."""
     pid_m = tl.program_id(0)
@@ -117,7 +122,7 @@ def quantize_kernel(
         mask=mask_m[:, None] & (offs_k < K)[None, :],
         other=0.0,
     )
-    packed, scales = quantize_tile(x, BLOCK_M, BLOCK_K, USE_ASM)
+    packed, scales = quantize_tile(x, BLOCK_M, BLOCK_K, QUANT_PATH)
     offs_q = pid_k * (BLOCK_K // 2) + tl.arange(0, BLOCK_K // 2)
     tl.store(
         q_ptr + offs_m[:, None] * stride_qm + offs_q[None, :],

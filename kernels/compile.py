@@ -11,20 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# target name -> (backend, arch, warp size) for triton.backends.compiler.GPUTarget
-TARGETS: dict[str, tuple[str, Any, int]] = {
-    "gfx950": ("hip", "gfx950", 64),
-    "sm90": ("cuda", 90, 32),
-}
-
-
-def gpu_target(target: str):
-    """The ``GPUTarget`` for a target name (``gfx950`` or ``sm90``)."""
-    from triton.backends.compiler import GPUTarget
-
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
-    return GPUTarget(*TARGETS[target])
+from kernels.targets import get_target
 
 
 @dataclass(frozen=True)
@@ -54,10 +41,11 @@ class CompileSpec:
         import triton
         from triton.compiler import ASTSource
 
-        tgt = gpu_target(target)
+        registered = get_target(target)
+        tgt = registered.gpu_target()
         src = ASTSource(self.fn, self.signature, self.constexprs, attrs=self._attrs(tgt))
         options = {"num_warps": self.num_warps, "num_stages": self.num_stages}
-        if tgt.backend == "hip":
+        if registered.is_amd:
             options.update(self.options)
         return triton.compile(src, target=tgt, options=options)
 

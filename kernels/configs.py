@@ -17,73 +17,20 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass
 
+from kernels import _configs_amd, _configs_nvidia
 from kernels.device import DeviceInfo, device_info
-
-
-@dataclass(frozen=True)
-class GemmConfig:
-    block_m: int
-    block_n: int
-    block_k: int
-    split_k: int = 1
-    num_warps: int = 4
-    num_stages: int = 2
-    # AMD compiler hints; passed to Triton on ROCm only (0 leaves the compiler's default)
-    waves_per_eu: int = 0
-    matrix_instr_nonkdim: int = 16
-
-    def __post_init__(self) -> None:
-        def pow2(v: int) -> bool:
-            return isinstance(v, int) and v > 0 and v & (v - 1) == 0
-
-        checks = [
-            ("block_m", pow2(self.block_m) and self.block_m >= 16, "a power of two >= 16"),
-            ("block_n", pow2(self.block_n) and self.block_n >= 32, "a power of two >= 32"),
-            ("block_k", pow2(self.block_k) and self.block_k >= 64, "a power of two >= 64"),
-            ("split_k", isinstance(self.split_k, int) and self.split_k >= 1, "an int >= 1"),
-            ("num_warps", pow2(self.num_warps) and self.num_warps <= 16, "a power of two <= 16"),
-            (
-                "num_stages",
-                isinstance(self.num_stages, int) and self.num_stages >= 1,
-                "an int >= 1",
-            ),
-            (
-                "waves_per_eu",
-                isinstance(self.waves_per_eu, int) and self.waves_per_eu >= 0,
-                "an int >= 0",
-            ),
-            ("matrix_instr_nonkdim", self.matrix_instr_nonkdim in (16, 32), "16 or 32"),
-        ]
-        for name, ok, expected in checks:
-            if not ok:
-                raise ValueError(
-                    f"GemmConfig.{name} must be {expected}, got {getattr(self, name)!r}"
-                )
-
-    def as_dict(self) -> dict[str, int]:
-        return asdict(self)
-
-
-def k_per_split(k: int, cfg: GemmConfig) -> int:
-    """K elements per split: whole BLOCK_K steps, so no split starts mid-block."""
-    return math.ceil(math.ceil(k / cfg.block_k) / cfg.split_k) * cfg.block_k
-
-
-def effective_splits(k: int, cfg: GemmConfig) -> int:
-    """Splits that actually get work (fewer than ``split_k`` when K is short)."""
-    return math.ceil(k / k_per_split(k, cfg))
-
+from kernels.gemm_config import GemmConfig, effective_splits, k_per_split
+from kernels.targets import TARGETS
 
 # --- the occupancy model ---------------------------------------------------------------------
 
 # Register budget: the fp32 accumulator and the B tile must fit without spilling.
 _MAX_ACC_ELEMS = 128 * 128
 _MAX_B_TILE_BYTES = 32 * 1024
-# Shared memory / LDS budget: MI355X has 160 KiB of LDS per CU and H200 227 KiB per SM; stay
-# under the smaller with room for the compiler's own scratch.
-_MAX_SHARED_BYTES = 128 * 1024
+# Shared memory / LDS budget: the smallest of the targets' (MI355X's 160 KiB of LDS per CU), with
+# a fifth left for the compiler's own scratch.
+_MAX_SHARED_BYTES = min(t.shared_bytes_per_cu for t in TARGETS.values()) * 4 // 5
 
 
 def shared_bytes_estimate(cfg: GemmConfig) -> int:
@@ -114,6 +61,12 @@ def _candidates(m: int):
                     yield bm, bn, bk
 
 
+def default_num_warps(block_m: int, block_n: int) -> int:
+    """Warps for a tile: eight once the accumulator reaches 128x128 fp32, else four. The model
+    and the tuner both use it, so a tuned table and the model differ only in what they time."""
+    return 8 if block_m * block_n >= 128 * 128 else 4
+
+
 def model_cost(m: int, n: int, k: int, cfg: GemmConfig, cus: int) -> float:
     """Modelled time in byte-equivalents at full bandwidth (lower is better)."""
     kps = k_per_split(k, cfg)
@@ -134,8 +87,7 @@ def model_config(m: int, n: int, k: int, cus: int) -> GemmConfig:
     for bm, bn, bk in _candidates(m):
         max_split = max(1, min(16, math.ceil(k / bk)))
         for split in range(1, max_split + 1):
-            warps = 8 if bm * bn >= 128 * 128 else 4
-            cfg = GemmConfig(bm, bn, bk, split_k=split, num_warps=warps)
+            cfg = GemmConfig(bm, bn, bk, split_k=split, num_warps=default_num_warps(bm, bn))
             if effective_splits(k, cfg) != split or shared_bytes_estimate(cfg) > _MAX_SHARED_BYTES:
                 continue
             cost = model_cost(m, n, k, cfg, cus)
@@ -150,15 +102,13 @@ def model_config(m: int, n: int, k: int, cus: int) -> GemmConfig:
 # --- selection -------------------------------------------------------------------------------
 
 
+# The vendor-specific tables, each keyed by architecture (a new target adds its arch there).
+_TUNED = {"amd": _configs_amd.TUNED, "nvidia": _configs_nvidia.TUNED}
+
+
 def tuned_table(info: DeviceInfo) -> dict[tuple[int, int, int], GemmConfig]:
     """The tuned table of ``info``'s architecture (empty where there is none)."""
-    if info.vendor == "amd":
-        from kernels._configs_amd import TUNED
-    elif info.vendor == "nvidia":
-        from kernels._configs_nvidia import TUNED
-    else:
-        return {}
-    return TUNED.get(info.arch, {})
+    return _TUNED.get(info.vendor, {}).get(info.arch, {})
 
 
 @functools.cache

@@ -1,8 +1,9 @@
-"""Device facts, from one place: vendor, architecture, compute-unit count, cache sizes.
+"""The device the code runs on: vendor, architecture, compute-unit count, cache sizes.
 
 Everything else (config selection, the reducer loader, perfgate's timing and baseline keys) asks
-this module instead of probing torch itself, so that a fact such as "MI355X has 256 CUs" is
-written down once.
+this module instead of probing torch itself. Hardware facts of the suite's targets are written
+once, in :mod:`kernels.targets`; a device found at run time takes from there what torch does not
+report (MI355X's Infinity Cache) and the wave size.
 
 Interpreter mode (``TRITON_INTERPRET=1``) is a device of its own: Triton kernels run on CPU
 tensors, and the config model assumes the H200-like defaults below only for sizing, never for
@@ -17,9 +18,7 @@ from dataclasses import dataclass
 
 import torch
 
-# Last-level cache sizes that a flush must exceed. torch does not report the MI355X Infinity
-# Cache (MALL), so it is written here per architecture.
-_INFINITY_CACHE_BYTES = {"gfx950": 256 * 2**20, "gfx942": 256 * 2**20}
+from kernels.targets import INFINITY_CACHE_BYTES, TARGETS, Target, target_for_arch
 
 
 @dataclass(frozen=True)
@@ -48,11 +47,24 @@ class DeviceInfo:
 # decisions that the CPU tests exercise; they never reach a baseline.
 INTERPRETER = DeviceInfo("interpreter", "Triton interpreter", "interpreter", 132, 0, 0, 32)
 
-# The cards the suite targets, as device_info() reports them there. Code that works for a target
-# without its GPU at hand (the static ISA gate, the gfx950 compile tests) takes the facts from here.
-MI355X = DeviceInfo("amd", "AMD Instinct MI355X", "gfx950", 256, 4 * 2**20, 256 * 2**20, 64)
-H200 = DeviceInfo("nvidia", "NVIDIA H200", "sm90", 132, 60 * 2**20, 60 * 2**20, 32)
-TARGET_DEVICES = {"gfx950": MI355X, "sm90": H200}
+
+def target_device(target: Target) -> DeviceInfo:
+    """A target's reference card as :func:`device_info` reports it there: code that works for a
+    target without its GPU at hand (the static ISA gate, config tables) sizes with this."""
+    return DeviceInfo(
+        target.vendor,
+        target.card,
+        target.name,
+        target.compute_units,
+        target.l2_bytes,
+        target.last_level_cache_bytes,
+        target.wave_size,
+    )
+
+
+TARGET_DEVICES: dict[str, DeviceInfo] = {name: target_device(t) for name, t in TARGETS.items()}
+MI355X = TARGET_DEVICES["gfx950"]
+H200 = TARGET_DEVICES["sm90"]
 
 
 def interpret_mode() -> bool:
@@ -86,8 +98,18 @@ def device_info(index: int | None = None) -> DeviceInfo:
     props = torch.cuda.get_device_properties(idx)
     l2 = int(getattr(props, "L2_cache_size", 0))
     if is_hip():
-        arch = props.gcnArchName.split(":")[0]
-        llc = max(l2, _INFINITY_CACHE_BYTES.get(arch, 0))
-        return DeviceInfo("amd", props.name, arch, props.multi_processor_count, l2, llc, 64)
-    arch = f"sm{props.major}{props.minor}"
-    return DeviceInfo("nvidia", props.name, arch, props.multi_processor_count, l2, l2, 32)
+        vendor, arch = "amd", props.gcnArchName.split(":")[0]
+    else:
+        vendor, arch = "nvidia", f"sm{props.major}{props.minor}"
+    target = target_for_arch(arch)
+    infinity_cache = target.last_level_cache_bytes if target else INFINITY_CACHE_BYTES.get(arch, 0)
+    # torch reports the wave size only in recent versions; the target knows it
+    wave = getattr(props, "warp_size", None) or (target.wave_size if target else _WAVE[vendor])
+    return DeviceInfo(
+        vendor, props.name, arch, props.multi_processor_count, l2, max(l2, infinity_cache), wave
+    )
+
+
+# Wave size of a device that is not a registered target: every AMD Instinct GPU runs wave64,
+# every NVIDIA GPU 32-thread warps.
+_WAVE = {"amd": 64, "nvidia": 32}

@@ -19,14 +19,7 @@ from typing import Any
 import torch
 
 from kernels.compile import CompileSpec
-from kernels.configs import (
-    GemmConfig,
-    effective_splits,
-    k_per_split,
-    model_config,
-    select_config,
-    tuned_table,
-)
+from kernels.configs import model_config, select_config, tuned_table
 from kernels.device import (
     TARGET_DEVICES,
     DeviceInfo,
@@ -34,9 +27,11 @@ from kernels.device import (
     device_info,
     interpret_mode,
 )
+from kernels.gemm_config import GemmConfig, effective_splits, k_per_split
 from kernels.layout import padded_scale_shape
 from kernels.mxfp4 import as_uint8
 from kernels.quant import quant_impl
+from kernels.targets import QuantPath, get_target
 
 
 @dataclass(frozen=True)
@@ -48,14 +43,14 @@ class _Plan:
     options: dict[str, Any]  # launch options: num_warps, num_stages, AMD hints
 
 
-def _kernel_constexprs(cfg: GemmConfig, splits: int, use_asm: bool) -> dict[str, Any]:
+def _kernel_constexprs(cfg: GemmConfig, splits: int, quant_path: QuantPath) -> dict[str, Any]:
     """The tile constexprs of a config: what the launcher passes and the ISA gate compiles."""
     return {
         "BLOCK_M": cfg.block_m,
         "BLOCK_N": cfg.block_n,
         "BLOCK_K": cfg.block_k,
         "SPLIT_K": splits,
-        "USE_ASM": use_asm,
+        "QUANT_PATH": int(quant_path),
     }
 
 
@@ -63,7 +58,7 @@ def _kernel_constexprs(cfg: GemmConfig, splits: int, use_asm: bool) -> dict[str,
 def _plan(m: int, n: int, k: int, cfg: GemmConfig, info: DeviceInfo) -> _Plan:
     splits = effective_splits(k, cfg)
     grid = (math.ceil(m / cfg.block_m) * math.ceil(n / cfg.block_n), splits)
-    constexprs = _kernel_constexprs(cfg, splits, quant_impl(info) == "gfx950")
+    constexprs = _kernel_constexprs(cfg, splits, quant_impl(info))
     options: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
     if info.vendor == "amd" and not interpret_mode():
         options.update(amd_options(cfg))
@@ -188,17 +183,11 @@ def custom_kernel(data) -> torch.Tensor:
 MODEL_SAMPLE_SHAPES = ((1, 7168, 7168), (8, 2112, 2048), (128, 4096, 512), (256, 7168, 7168))
 
 
-def _target_device(target: str) -> DeviceInfo:
-    if target not in TARGET_DEVICES:
-        raise ValueError(f"target must be one of {sorted(TARGET_DEVICES)}, got {target!r}")
-    return TARGET_DEVICES[target]
-
-
 def compile_spec(cfg: GemmConfig, target: str) -> CompileSpec:
     """The GEMM kernel specialised as the launcher runs it with ``cfg`` on ``target``."""
     from kernels._gemm_kernel import gemm_a16wfp4_kernel
 
-    _target_device(target)
+    quant_path = get_target(target).quant_path
     split = cfg.split_k > 1
     signature = {
         "a_ptr": "*bf16", "b_ptr": "*u8", "bs_ptr": "*u8", "c_ptr": "*fp32" if split else "*bf16",
@@ -206,12 +195,12 @@ def compile_spec(cfg: GemmConfig, target: str) -> CompileSpec:
         "stride_am": "i32", "stride_ak": "constexpr", "stride_bn": "i32", "stride_bsn": "i32",
         "stride_cs": "i32" if split else "constexpr", "stride_cm": "i32", "stride_cn": "constexpr",
         "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
-        "SPLIT_K": "constexpr", "USE_ASM": "constexpr",
+        "SPLIT_K": "constexpr", "QUANT_PATH": "constexpr",
     }  # fmt: skip
     constexprs = {
         "stride_ak": 1,
         "stride_cn": 1,
-        **_kernel_constexprs(cfg, cfg.split_k, target == "gfx950"),
+        **_kernel_constexprs(cfg, cfg.split_k, quant_path),
     }
     if not split:
         constexprs["stride_cs"] = 0
@@ -243,7 +232,7 @@ def compile_spec(cfg: GemmConfig, target: str) -> CompileSpec:
 
 def compile_specs(target: str) -> list[CompileSpec]:
     """Every tuned config of ``target``, plus the model's configs for the sample shapes."""
-    info = _target_device(target)
+    info = TARGET_DEVICES[get_target(target).name]
     modelled = (model_config(*s, info.compute_units) for s in MODEL_SAMPLE_SHAPES)
     configs = list(dict.fromkeys([*tuned_table(info).values(), *modelled]))
     return [compile_spec(cfg, target) for cfg in configs]

@@ -5,9 +5,10 @@ The GEMM quantizes A inside its main loop with :func:`kernels._quant.quantize_ti
 tests can compare it with :func:`kernels.mxfp4.quantize_mxfp4` bit for bit, in the interpreter on
 a CPU and compiled on a GPU.
 
-The implementation is chosen by the compile target, never by trial: gfx950 uses its conversion
-instruction, every other target (and the interpreter) the portable code. Asking for the gfx950
-path anywhere else is an error, not a fallback.
+The implementation is chosen by the compile target, never by trial
+(:func:`kernels.targets.quant_path_for`): gfx950 uses its conversion instruction, every other
+target (and the interpreter) the portable code. Asking for the gfx950 path anywhere else is an
+error, not a fallback.
 """
 
 from __future__ import annotations
@@ -15,34 +16,34 @@ from __future__ import annotations
 import torch
 
 from kernels.device import DeviceInfo, check_kernel_device, device_info, interpret_mode
-
-IMPLS = ("gfx950", "portable")
-
-
-def quant_impl(info: DeviceInfo | None = None) -> str:
-    """The quantizer implementation the compile target uses: ``gfx950`` or ``portable``."""
-    info = info or device_info()
-    return "gfx950" if info.arch == "gfx950" and not interpret_mode() else "portable"
+from kernels.targets import QuantPath, quant_path_for
 
 
-def check_impl(impl: str | None, info: DeviceInfo | None = None) -> str:
-    """Validate an explicit implementation request against the target (``None``: the default)."""
-    target = quant_impl(info)
+def quant_impl(info: DeviceInfo | None = None) -> QuantPath:
+    """The quantizer path of the device the kernels run on (the interpreter: portable)."""
+    return quant_path_for((info or device_info()).arch, interpreted=interpret_mode())
+
+
+def check_impl(impl: QuantPath | None, info: DeviceInfo | None = None) -> QuantPath:
+    """Validate an explicit path request against the device (``None``: the device's path).
+
+    The portable path runs everywhere; any other path only where it is the device's own."""
+    own = quant_impl(info)
     if impl is None:
-        return target
-    if impl not in IMPLS:
-        raise ValueError(f"impl must be one of {IMPLS} or None, got {impl!r}")
-    if impl == "gfx950" and target != "gfx950":
+        return own
+    if not isinstance(impl, QuantPath):
+        raise ValueError(f"impl must be a kernels.targets.QuantPath or None, got {impl!r}")
+    if impl is not QuantPath.PORTABLE and impl is not own:
         raise ValueError(
-            "impl='gfx950' needs an AMD gfx950 GPU (v_cvt_scalef32_pk_fp4_bf16); this target "
-            f"is {(info or device_info()).arch!r}"
-            + (" under TRITON_INTERPRET=1, which cannot run inline asm" if interpret_mode() else "")
+            f"impl={impl.name} cannot run on this device ({(info or device_info()).arch!r}, "
+            f"whose path is {own.name})"
+            + (": TRITON_INTERPRET=1 cannot run inline asm" if interpret_mode() else "")
         )
     return impl
 
 
 def quantize_mxfp4_triton(
-    x: torch.Tensor, *, impl: str | None = None, block_m: int = 16, block_k: int = 256
+    x: torch.Tensor, *, impl: QuantPath | None = None, block_m: int = 16, block_k: int = 256
 ):
     """Quantize bf16 ``x`` (M, K) with the GEMM's in-kernel quantizer; same contract as the oracle."""
     from kernels._quant import quantize_kernel
@@ -55,7 +56,7 @@ def quantize_mxfp4_triton(
     if x.stride(1) != 1:
         raise ValueError(f"x must have unit column stride, got strides {x.stride()}")
     check_kernel_device(x, "x")
-    use_asm = check_impl(impl) == "gfx950"
+    path = check_impl(impl)
     packed = torch.empty((m, k // 2), dtype=torch.uint8, device=x.device)
     scales = torch.empty((m, k // 32), dtype=torch.uint8, device=x.device)
     if m == 0:
@@ -63,6 +64,6 @@ def quantize_mxfp4_triton(
     grid = (-(-m // block_m), -(-k // block_k))
     quantize_kernel[grid](
         x, packed, scales, m, k, x.stride(0), packed.stride(0), scales.stride(0),
-        BLOCK_M=block_m, BLOCK_K=block_k, USE_ASM=use_asm,
+        BLOCK_M=block_m, BLOCK_K=block_k, QUANT_PATH=int(path),
     )  # fmt: skip
     return packed, scales

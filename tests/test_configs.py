@@ -8,15 +8,13 @@ import pytest
 
 from kernels import _configs_amd, _configs_nvidia
 from kernels.configs import (
-    GemmConfig,
     config_source,
-    effective_splits,
-    k_per_split,
     model_config,
     select_config,
     shared_bytes_estimate,
 )
 from kernels.device import H200, MI355X
+from kernels.gemm_config import GemmConfig, effective_splits, k_per_split
 from kernels.shapes import GRID_NK, LEADERBOARD
 
 

@@ -15,6 +15,8 @@ import sys
 
 import pytest
 
+from kernels.targets import QuantPath
+
 CVT = "v_cvt_scalef32_pk_fp4_bf16"
 
 # Compiled in a child process: under TRITON_INTERPRET=1 (the CPU suite) @triton.jit gives
@@ -34,9 +36,9 @@ from kernels.compile import CompileSpec
 signature = {
     "x_ptr": "*bf16", "q_ptr": "*u8", "s_ptr": "*u8", "M": "i32", "K": "i32",
     "stride_xm": "i32", "stride_qm": "i32", "stride_sm": "i32",
-    "BLOCK_M": "constexpr", "BLOCK_K": "constexpr", "USE_ASM": "constexpr",
+    "BLOCK_M": "constexpr", "BLOCK_K": "constexpr", "QUANT_PATH": "constexpr",
 }
-constexprs = {"BLOCK_M": 16, "BLOCK_K": 256, "USE_ASM": sys.argv[1] == "asm"}
+constexprs = {"BLOCK_M": 16, "BLOCK_K": 256, "QUANT_PATH": int(sys.argv[1])}
 print(CompileSpec("quantize", quantize_kernel, signature, constexprs).compile("gfx950").asm["amdgcn"])
 """
 
@@ -64,7 +66,7 @@ def test_gemm_uses_scaled_mfma_and_the_fp4_conversion(shape):
     assert re.search(r"(global|buffer)_load_dwordx4", asm)  # 16-byte weight loads
 
 
-@pytest.mark.parametrize("use_asm", [True, False], ids=["gfx950-asm", "portable"])
-def test_quantizer_path_is_chosen_by_the_constexpr(use_asm):
-    asm = _compile(_QUANT, "asm" if use_asm else "portable")
-    assert (CVT in asm) is use_asm
+@pytest.mark.parametrize("path", list(QuantPath), ids=lambda p: p.name)
+def test_quantizer_path_is_chosen_by_the_constexpr(path):
+    asm = _compile(_QUANT, str(int(path)))
+    assert (CVT in asm) is (path is QuantPath.GFX950_CVT)

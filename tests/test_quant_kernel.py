@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from kernels.device import device_info, interpret_mode
 from kernels.mxfp4 import quantize_mxfp4
 from kernels.quant import check_impl, quant_impl, quantize_mxfp4_triton
+from kernels.targets import QuantPath, quant_path_for
 
 
 def _bf16(patterns: list[int], m: int, k: int, device) -> torch.Tensor:
@@ -70,13 +71,23 @@ def test_edge_table_quantizes_like_the_oracle(device):
 
 
 def test_implementation_follows_the_target():
-    expected = "gfx950" if device_info().arch == "gfx950" and not interpret_mode() else "portable"
-    assert quant_impl() == expected
-    if expected != "gfx950":
-        with pytest.raises(ValueError, match="impl='gfx950' needs an AMD gfx950 GPU"):
-            check_impl("gfx950")
-    with pytest.raises(ValueError, match="impl must be one of"):
+    on_gfx950 = device_info().arch == "gfx950" and not interpret_mode()
+    expected = QuantPath.GFX950_CVT if on_gfx950 else QuantPath.PORTABLE
+    assert quant_impl() is expected
+    assert check_impl(QuantPath.PORTABLE) is QuantPath.PORTABLE  # runs everywhere
+    if not on_gfx950:
+        with pytest.raises(ValueError, match="impl=GFX950_CVT cannot run on this device"):
+            check_impl(QuantPath.GFX950_CVT)
+    with pytest.raises(ValueError, match=r"impl must be a kernels\.targets\.QuantPath"):
         check_impl("fast")
+
+
+def test_the_quantizer_rule_is_the_registry_s():
+    # the interpreter cannot run inline asm, whatever the architecture
+    assert quant_path_for("gfx950", interpreted=True) is QuantPath.PORTABLE
+    assert quant_path_for("gfx950", interpreted=False) is QuantPath.GFX950_CVT
+    assert quant_path_for("sm90", interpreted=False) is QuantPath.PORTABLE
+    assert quant_path_for("gfx1100", interpreted=False) is QuantPath.PORTABLE  # unregistered
 
 
 @pytest.mark.parametrize(

@@ -81,7 +81,7 @@ def test_clang_gfx950_asm_has_16_byte_loads_and_8_byte_stores():
 
 
 def test_device_asm_rejects_unknown_target():
-    with pytest.raises(ValueError, match="target must be 'gfx950' or 'sm90'"):
+    with pytest.raises(ValueError, match="target must be one of"):
         build.device_asm("gfx942")
 
 

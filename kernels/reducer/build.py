@@ -43,6 +43,7 @@ from kernels.reducer.cache import (
     sources_digest,
     write_json_atomic,
 )
+from kernels.targets import get_target
 
 SOURCE = SOURCE_DIR / "splitk_reduce.cu"
 DEFAULT_ROCM_ARCH = "gfx950"
@@ -302,22 +303,22 @@ def build(
 def device_asm(target: str = "gfx950") -> str:
     """Assembly text of the reducer's device code for ``target``, without a GPU or ROCm.
 
-    ``gfx950``: AMDGPU assembly from the clang inside the ``ziglang`` wheel (the ``isa`` extra),
-    with ``bare_amdgcn.h`` standing in for the HIP runtime headers. ``sm90``: PTX from nvcc.
+    AMD targets: AMDGPU assembly from the clang inside the ``ziglang`` wheel (the ``isa`` extra),
+    with ``bare_amdgcn.h`` standing in for the HIP runtime headers. NVIDIA targets: PTX from
+    nvcc. ``target`` is a name in :data:`kernels.targets.TARGETS`.
     """
-    if target == "gfx950":
+    tgt = get_target(target)
+    if tgt.is_amd:
         if importlib.util.find_spec("ziglang") is None:
             raise BuildError(
-                "device_asm('gfx950') needs the ziglang package for its clang: "
+                f"device_asm({target!r}) needs the ziglang package for its clang: "
                 "pip install 'ziglang>=0.17,<0.18' (the suite's `isa` extra)"
             )
-        cmd = [sys.executable, "-m", "ziglang", "clang", "-x", "hip", "--offload-arch=gfx950"]
-        cmd += ["--cuda-device-only", "-nogpulib", "-nogpuinc", "-DMXFP4_BARE_DEVICE"]
-    elif target == "sm90":
-        cmd = [str(find_toolchain("nvidia").compiler), "--ptx", "-arch=sm_90"]
+        cmd = [sys.executable, "-m", "ziglang", "clang", "-x", "hip", f"--offload-arch={tgt.arch}"]
+        cmd += ["--cuda-device-only", "-nogpulib", "-nogpuinc", "-DMXFP4_BARE_DEVICE", "-S"]
     else:
-        raise ValueError(f"target must be 'gfx950' or 'sm90', got {target!r}")
-    cmd += ["-O3", "-std=c++17", "-S" if target == "gfx950" else "", "-o", "-", str(SOURCE)]
+        cmd = [str(find_toolchain("nvidia").compiler), "--ptx", f"-arch=sm_{tgt.arch}"]
+    cmd += ["-O3", "-std=c++17", "-o", "-", str(SOURCE)]
     proc = subprocess.run([c for c in cmd if c], capture_output=True, text=True)
     if proc.returncode != 0:
         raise BuildError(

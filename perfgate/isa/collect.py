@@ -24,15 +24,18 @@ from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
+from kernels.targets import TARGETS as REGISTRY
+from kernels.targets import Target, get_target
 from perfgate.isa import metrics
 
 SCHEMA = 1
 TOOL = "perfgate-isa"
-TARGETS = ("gfx950", "sm90")
+# The registered targets that compile on a CPU (kernels.targets says why the others cannot).
+TARGETS = tuple(name for name, t in REGISTRY.items() if t.statically_compilable)
 # The modules whose compile_specs(target) the gate compiles (docs/CONTRACTS.md).
 PROVIDERS = ("kernels.gemm", "kernels.splitk")
 NATIVE_PROVIDER = "kernels.reducer.build"  # device_asm(target="gfx950") -> str
-NATIVE_TARGETS = ("gfx950",)
+NATIVE_TARGETS = tuple(name for name in TARGETS if REGISTRY[name].native_reducer_gated)
 
 
 class ProviderError(RuntimeError):
@@ -89,8 +92,8 @@ def _entry(spec: Any, target: str, source: str, fields: dict[str, Any]) -> dict[
     }
 
 
-def gfx950_fields(compiled: Any, num_warps: int) -> dict[str, Any]:
-    """Entry fields from a triton CompiledKernel for gfx950."""
+def amd_fields(target: Target, compiled: Any, num_warps: int) -> dict[str, Any]:
+    """Entry fields from a triton CompiledKernel for an AMD target."""
     kernels = metrics.parse_amdgcn(compiled.asm["amdgcn"])
     if len(kernels) != 1:
         raise metrics.IsaParseError(
@@ -106,7 +109,7 @@ def gfx950_fields(compiled: Any, num_warps: int) -> dict[str, Any]:
         "spills": k.vgpr_spills + k.sgpr_spills,
         "lds_bytes": lds,
         "scratch_bytes": k.scratch_bytes,
-        "occupancy": metrics.gfx950_occupancy(k.occupancy, lds, num_warps),
+        "occupancy": metrics.amd_occupancy(target, k.occupancy, lds, num_warps),
         "instructions": k.instructions,
     }
 
@@ -119,18 +122,19 @@ def _nvidia_tool(name: str) -> str:
         path = getattr(knobs.nvidia, name).path
     except (ImportError, AttributeError) as exc:
         raise ProviderError(
-            f"this triton has no knobs.nvidia.{name}: sm90 needs triton >= 3.4"
+            f"this triton has no knobs.nvidia.{name}: NVIDIA targets need triton >= 3.4"
         ) from exc
     if not path or not os.path.exists(path):
         raise ProviderError(
-            f"{name} not found ({path!r}): sm90 needs the NVIDIA backend tools that the PyPI "
+            f"{name} not found ({path!r}): NVIDIA targets need the backend tools that the PyPI "
             "triton wheel ships (a ROCm triton build lacks them)"
         )
     return path
 
 
-def sm90_fields(compiled: Any, num_warps: int) -> dict[str, Any]:
-    """Entry fields from a triton CompiledKernel for sm90: cuobjdump, nvdisasm and the PTX."""
+def nvidia_fields(target: Target, compiled: Any, num_warps: int) -> dict[str, Any]:
+    """Entry fields from a triton CompiledKernel for an NVIDIA target: cuobjdump, nvdisasm and
+    the PTX."""
     name = compiled.metadata.name
     with tempfile.TemporaryDirectory(prefix="perfgate-isa-") as tmp:
         cubin = Path(tmp, "kernel.cubin")
@@ -160,14 +164,14 @@ def sm90_fields(compiled: Any, num_warps: int) -> dict[str, Any]:
         "spills": sum(n for op, n in counts.items() if op.split(".")[0] == "STL"),
         "lds_bytes": shared,
         "scratch_bytes": usage.local_bytes + usage.stack_bytes,
-        "occupancy": metrics.sm90_occupancy(usage.registers, shared, num_warps),
-        "instructions": metrics.tracked("sm90", counts),
+        "occupancy": metrics.nvidia_occupancy(target, usage.registers, shared, num_warps),
+        "instructions": metrics.tracked(target.name, counts),
     }
 
 
-_FIELDS: dict[str, Callable[[Any, int], dict[str, Any]]] = {
-    "gfx950": gfx950_fields,
-    "sm90": sm90_fields,
+_FIELDS: dict[str, Callable[[Target, Any, int], dict[str, Any]]] = {
+    "amd": amd_fields,
+    "nvidia": nvidia_fields,
 }
 
 
@@ -184,18 +188,19 @@ def compile_entry(module_name: str, target: str, index: int) -> dict[str, Any]:
             raise CompileError(
                 f"{spec.label} failed to compile for {target}: {type(exc).__name__}: {exc}"
             ) from exc
-    return _entry(spec, target, "triton", _FIELDS[target](compiled, spec.num_warps))
+    tgt = get_target(target)
+    return _entry(spec, target, "triton", _FIELDS[tgt.vendor](tgt, compiled, spec.num_warps))
 
 
 def native_entries(target: str) -> list[dict[str, Any]]:
-    """Entries for every kernel in the native reducer's device assembly (gfx950 only)."""
+    """Entries for every kernel in the native reducer's device assembly (``NATIVE_TARGETS``)."""
     if target not in NATIVE_TARGETS:
         raise ValueError(
             f"the native reducer's ISA is gated for {NATIVE_TARGETS} only, got {target!r}"
         )
     if importlib.util.find_spec("ziglang") is None:
         raise ProviderError(
-            "ziglang is not installed, so the native HIP reducer cannot be compiled for gfx950: "
+            f"ziglang is not installed, so the native HIP reducer cannot be compiled for {target}: "
             "install the isa extra (pip install -e '.[isa]') or pass --skip-native"
         )
     try:
@@ -214,7 +219,7 @@ def native_entries(target: str) -> list[dict[str, Any]]:
 
 
 def asm_entries(text: str, target: str) -> list[dict[str, Any]]:
-    """Entries (source "native") for every kernel in a clang-made gfx950 assembly file."""
+    """Entries (source "native") for every kernel in a clang-made AMDGCN assembly file."""
     entries = []
     for name, k in sorted(metrics.parse_amdgcn(text).items()):
         entries.append(

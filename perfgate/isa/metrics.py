@@ -11,29 +11,15 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-# gfx950 (CDNA4): 160 KiB of LDS per CU, 4 SIMDs per CU, at most 8 waves per SIMD.
-GFX950_LDS_BYTES_PER_CU = 160 * 1024
-GFX950_SIMDS_PER_CU = 4
-GFX950_MAX_WAVES_PER_SIMD = 8
+from kernels.targets import Target, get_target
 
-# sm90 (H100/H200): per SM 64K 32-bit registers in 4 sub-partitions, 64 resident warps,
-# 32 resident blocks, 228 KiB of shared memory of which the driver reserves 1 KiB per block;
-# registers are allocated per warp in units of 256 (8 per thread).
-SM90_REGS_PER_SUBPARTITION = 16384
-SM90_SUBPARTITIONS = 4
-SM90_MAX_WARPS_PER_SM = 64
-SM90_MAX_BLOCKS_PER_SM = 32
-SM90_SMEM_PER_SM = 228 * 1024
-SM90_SMEM_RESERVED_PER_BLOCK = 1024
-SM90_REG_UNIT_PER_THREAD = 8
-
-# Mnemonics whose counts a report keeps, per target. Everything else is noise for this gate.
+# Mnemonics whose counts a report keeps, per vendor's ISA (AMDGCN; SASS + PTX). Everything else is noise for this gate.
 _TRACKED = {
-    "gfx950": re.compile(
+    "amd": re.compile(
         r"^(v_mfma\w*|v_cvt_scalef32\w*|v_cvt_pk_bf16_f32|"
         r"(global|buffer)_(load|store|atomic)\w*|ds_(read|write|load|store)\w*|scratch_\w*)$"
     ),
-    "sm90": re.compile(
+    "nvidia": re.compile(
         r"^(HGMMA|HMMA|LDG|STG|LDGSTS|UTMALDG|UBLKCP|LDSM|STL|LDL|F2FP)(\.[\w.]+)?$"
         r"|^ptx\.(wgmma\.mma_async|mma\.sync|ld\.global|cvt\.rn\.bf16)[\w.]*$"
     ),
@@ -41,7 +27,7 @@ _TRACKED = {
 
 # Instruction families whose loss (baseline count > 0, current count 0) is a regression.
 WANTED_FAMILIES: dict[str, dict[str, re.Pattern[str]]] = {
-    "gfx950": {
+    "amd": {
         "scaled MFMA (v_mfma_scale_*)": re.compile(r"^v_mfma_scale_"),
         "any MFMA (v_mfma*)": re.compile(r"^v_mfma"),
         "fp4 convert (v_cvt_scalef32_pk_fp4_*)": re.compile(r"^v_cvt_scalef32_pk_fp4_"),
@@ -49,7 +35,7 @@ WANTED_FAMILIES: dict[str, dict[str, re.Pattern[str]]] = {
             r"^(global_load_dwordx4|buffer_load_dwordx4|global_load_b128|buffer_load_b128)$"
         ),
     },
-    "sm90": {
+    "nvidia": {
         "tensor-core MMA (HGMMA/HMMA)": re.compile(r"^(HGMMA|HMMA)"),
         "warpgroup MMA (HGMMA)": re.compile(r"^HGMMA"),
         # plain 16-byte loads, cp.async 16-byte copies, and TMA bulk loads
@@ -83,19 +69,19 @@ class AmdgcnKernel:
 
 def tracked(target: str, counts: Counter[str] | dict[str, int]) -> dict[str, int]:
     """The counts of the mnemonics that matter for ``target``, sorted by mnemonic."""
-    if target not in _TRACKED:
-        raise ValueError(f"target must be one of {sorted(_TRACKED)}, got {target!r}")
-    pattern = _TRACKED[target]
+    return _tracked(get_target(target).vendor, counts)
+
+
+def _tracked(vendor: str, counts: Counter[str] | dict[str, int]) -> dict[str, int]:
+    pattern = _TRACKED[vendor]
     return {m: int(n) for m, n in sorted(counts.items()) if n and pattern.match(m)}
 
 
 def family_counts(target: str, instructions: dict[str, int]) -> dict[str, int]:
-    """Sum of counts per wanted family (see :data:`WANTED_FAMILIES`)."""
-    if target not in WANTED_FAMILIES:
-        raise ValueError(f"target must be one of {sorted(WANTED_FAMILIES)}, got {target!r}")
+    """Sum of counts per wanted family (see :data:`WANTED_FAMILIES`) of ``target``'s ISA."""
     return {
         family: sum(n for m, n in instructions.items() if pattern.match(m))
-        for family, pattern in WANTED_FAMILIES[target].items()
+        for family, pattern in WANTED_FAMILIES[get_target(target).vendor].items()
     }
 
 
@@ -171,7 +157,7 @@ def parse_amdgcn(text: str) -> dict[str, AmdgcnKernel]:
         kernels[name] = AmdgcnKernel(
             name=name,
             occupancy=int(occupancy[0]),
-            instructions=tracked("gfx950", counts),
+            instructions=_tracked("amd", counts),
             **fields,
         )
     missing = sorted(set(meta) - set(kernels))
@@ -180,12 +166,14 @@ def parse_amdgcn(text: str) -> dict[str, AmdgcnKernel]:
     return kernels
 
 
-def gfx950_occupancy(compiler_occupancy: int, lds_bytes: int, waves_per_workgroup: int) -> int:
+def amd_occupancy(
+    target: Target, compiler_occupancy: int, lds_bytes: int, waves_per_workgroup: int
+) -> int:
     """Waves per SIMD: the compiler's figure, lowered by the LDS that the launcher allocates.
 
     Triton allocates its LDS dynamically (``metadata.shared``), which the compiler's
-    ``; Occupancy`` line does not see: ``floor(160 KiB / lds)`` workgroups fit in a CU, each
-    spreading ``waves_per_workgroup`` waves over the 4 SIMDs.
+    ``; Occupancy`` line does not see: ``floor(LDS per CU / lds)`` workgroups fit in a CU, each
+    spreading ``waves_per_workgroup`` waves over the CU's SIMDs.
     """
     if lds_bytes < 0 or waves_per_workgroup < 1 or compiler_occupancy < 0:
         raise ValueError(
@@ -194,12 +182,13 @@ def gfx950_occupancy(compiler_occupancy: int, lds_bytes: int, waves_per_workgrou
         )
     if lds_bytes == 0:
         return compiler_occupancy
-    workgroups = GFX950_LDS_BYTES_PER_CU // lds_bytes
-    by_lds = workgroups * waves_per_workgroup // GFX950_SIMDS_PER_CU
-    return min(compiler_occupancy, by_lds, GFX950_MAX_WAVES_PER_SIMD)
+    occ = target.occupancy
+    workgroups = target.shared_bytes_per_cu // lds_bytes
+    by_lds = workgroups * waves_per_workgroup // occ.simds
+    return min(compiler_occupancy, by_lds, occ.max_waves_per_simd)
 
 
-# ---------------------------------------------------------------- sm90
+# ---------------------------------------------------------------- NVIDIA (SASS, PTX)
 
 _RES_USAGE = re.compile(r"^\s*Function ([\w.$]+):\n\s*(.*)$", re.M)
 _SASS_OPCODE = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)", re.M)
@@ -253,17 +242,22 @@ def count_ptx(text: str) -> Counter[str]:
     return counts
 
 
-def sm90_occupancy(registers: int, shared_bytes: int, warps_per_block: int) -> int:
+def nvidia_occupancy(
+    target: Target, registers: int, shared_bytes: int, warps_per_block: int
+) -> int:
     """Resident warps per SM from registers, shared memory and the block limits."""
     if registers < 0 or shared_bytes < 0 or warps_per_block < 1:
         raise ValueError(
             f"need registers >= 0, shared_bytes >= 0, warps_per_block >= 1; got "
             f"{registers}, {shared_bytes}, {warps_per_block}"
         )
-    blocks = min(SM90_MAX_BLOCKS_PER_SM, SM90_MAX_WARPS_PER_SM // warps_per_block)
+    occ, lanes = target.occupancy, target.wave_size
+    blocks = min(occ.max_workgroups, occ.simds * occ.max_waves_per_simd // warps_per_block)
     if registers:
-        per_thread = -(-registers // SM90_REG_UNIT_PER_THREAD) * SM90_REG_UNIT_PER_THREAD
-        warps = SM90_SUBPARTITIONS * (SM90_REGS_PER_SUBPARTITION // (per_thread * 32))
+        unit = occ.register_unit_per_thread
+        per_thread = -(-registers // unit) * unit
+        warps = occ.simds * (occ.registers_per_simd // (per_thread * lanes))
         blocks = min(blocks, warps // warps_per_block)
-    blocks = min(blocks, SM90_SMEM_PER_SM // (shared_bytes + SM90_SMEM_RESERVED_PER_BLOCK))
+    per_block = shared_bytes + occ.shared_reserved_per_workgroup
+    blocks = min(blocks, target.shared_bytes_per_cu // per_block)
     return blocks * warps_per_block

@@ -1,0 +1,64 @@
+"""The GEMM's tile config, and the K arithmetic that every user of a config shares.
+
+Its own module so that the tuned tables (``kernels/_configs_*.py``) and the selection logic
+(:mod:`kernels.configs`) both import it without importing each other.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    block_m: int
+    block_n: int
+    block_k: int
+    split_k: int = 1
+    num_warps: int = 4
+    num_stages: int = 2
+    # AMD compiler hints; passed to Triton on ROCm only (0 leaves the compiler's default)
+    waves_per_eu: int = 0
+    matrix_instr_nonkdim: int = 16
+
+    def __post_init__(self) -> None:
+        def pow2(v: int) -> bool:
+            return isinstance(v, int) and v > 0 and v & (v - 1) == 0
+
+        checks = [
+            ("block_m", pow2(self.block_m) and self.block_m >= 16, "a power of two >= 16"),
+            ("block_n", pow2(self.block_n) and self.block_n >= 32, "a power of two >= 32"),
+            ("block_k", pow2(self.block_k) and self.block_k >= 64, "a power of two >= 64"),
+            ("split_k", isinstance(self.split_k, int) and self.split_k >= 1, "an int >= 1"),
+            ("num_warps", pow2(self.num_warps) and self.num_warps <= 16, "a power of two <= 16"),
+            (
+                "num_stages",
+                isinstance(self.num_stages, int) and self.num_stages >= 1,
+                "an int >= 1",
+            ),
+            (
+                "waves_per_eu",
+                isinstance(self.waves_per_eu, int) and self.waves_per_eu >= 0,
+                "an int >= 0",
+            ),
+            ("matrix_instr_nonkdim", self.matrix_instr_nonkdim in (16, 32), "16 or 32"),
+        ]
+        for name, ok, expected in checks:
+            if not ok:
+                raise ValueError(
+                    f"GemmConfig.{name} must be {expected}, got {getattr(self, name)!r}"
+                )
+
+    def as_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+def k_per_split(k: int, cfg: GemmConfig) -> int:
+    """K elements per split: whole BLOCK_K steps, so no split starts mid-block."""
+    return math.ceil(math.ceil(k / cfg.block_k) / cfg.split_k) * cfg.block_k
+
+
+def effective_splits(k: int, cfg: GemmConfig) -> int:
+    """Splits that actually get work (fewer than ``split_k`` when K is short)."""
+    return math.ceil(k / k_per_split(k, cfg))
