@@ -2,7 +2,8 @@
 
 A file is what ``pytest --benchmark-json=FILE --benchmark-save-data`` writes (so each benchmark's
 ``stats.data`` holds the per-round samples, in seconds of device time), with
-``machine_info["perfgate"]`` added by perfgate's timing plugin (docs/CONTRACTS.md):
+``machine_info["perfgate"]`` added by perfgate's pytest plugin (``perfgate/plugin.py``, loaded
+with ``-p perfgate.plugin``; docs/CONTRACTS.md):
 
     {"schema": 1, "device_key": "nvidia-h200", "mode": "device" | "leaderboard",
      "fingerprint": {gpu_name, arch, compute_units, driver, runtime, torch, triton,
@@ -17,9 +18,10 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
+
+from perfgate import atomic
 
 SCHEMA = 1
 MODES = ("device", "leaderboard")
@@ -91,7 +93,7 @@ def _validate_perfgate(fail, machine_info: Any) -> None:
     if not isinstance(block, dict):
         raise fail(
             "no machine_info.perfgate block (device key, timing mode, fingerprint); "
-            "record with perfgate's timing plugin"
+            "record with perfgate's pytest plugin (-p perfgate.plugin)"
         )
     schema = block.get("schema")
     if isinstance(schema, bool) or schema != SCHEMA:
@@ -159,36 +161,9 @@ def samples(data: dict[str, Any]) -> dict[str, list[float]]:
     return {b["fullname"]: [float(x) for x in b["stats"]["data"]] for b in data["benchmarks"]}
 
 
-def write_atomic(path: str | os.PathLike[str], data: Any) -> None:
-    """Write ``data`` as JSON to ``path`` atomically (a reader sees the old file or the new one).
-
-    NaN and infinity are refused (``ValueError``): they are not JSON, and a baseline holding
-    them would fail ``load`` later instead of now.
-    """
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
-    write_text_atomic(path, text)
-
-
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically, creating parent directories."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # The temporary file lives in the target directory so that os.replace is a rename within one
-    # file system, which POSIX and Windows make atomic.
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        # mkstemp makes the file private (0600); keep the permissions of the file it replaces.
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+# The one atomic writer (perfgate.atomic), under the names baseline code has always used.
+write_atomic = atomic.write_json
+write_text_atomic = atomic.write_text
 
 
 def _json_type(value: Any) -> str:

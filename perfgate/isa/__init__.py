@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -56,17 +54,9 @@ def _positive_int(text: str) -> int:
 
 def write_report(path: Path, report: dict[str, Any]) -> None:
     """Write ``report`` as stable, diff-friendly JSON, atomically (no half-written baseline)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes it 0600; a committed baseline is world-readable
-        with os.fdopen(fd, "w") as f:
-            json.dump(report, f, indent=1, sort_keys=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    from perfgate.atomic import write_json
+
+    write_json(path, report, indent=1)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ import stat
 
 import pytest
 
+from perfgate import atomic
 from perfgate import baseline as bl
 
 
@@ -72,13 +73,64 @@ def test_accessors(tmp_path, good):
     assert list(bl.samples(data)) == ["tests/perf/test_gemm.py::test_lb[m16]", "t::b"]  # order
 
 
-def test_write_atomic_replaces_and_keeps_permissions(tmp_path, good):
+def test_write_atomic_replaces_with_one_permission_policy(tmp_path, good):
+    # Always 0644 (perfgate.atomic): git records only the x bit, so a mode inherited from
+    # whoever wrote the file last would only be noise.
     path = tmp_path / "b.json"
     path.write_text("old")
     os.chmod(path, 0o640)
     bl.write_atomic(path, good)
-    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert json.loads(path.read_text()) == good
+
+
+@pytest.mark.parametrize("where", ["write", "fsync", "replace", "interrupt"])
+def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temp_file(
+    tmp_path, good, monkeypatch, where
+):
+    path = tmp_path / "b.json"
+    bl.write_atomic(path, good)
+    before = path.read_bytes()
+    new = copy.deepcopy(good)
+    new["benchmarks"][0]["stats"]["data"][0] *= 2
+
+    def boom(*args, **kwargs):
+        raise KeyboardInterrupt if where == "interrupt" else OSError(28, "No space left on device")
+
+    if where == "write":
+        # The temp file is half written when the failure comes.
+        real_fdopen = os.fdopen
+
+        def half_writing_fdopen(*args, **kwargs):
+            f = real_fdopen(*args, **kwargs)
+            real_write = f.write
+
+            def write(text):
+                real_write(text[: len(text) // 2])
+                f.flush()
+                boom()
+
+            f.write = write
+            return f
+
+        monkeypatch.setattr(atomic.os, "fdopen", half_writing_fdopen)
+    else:
+        monkeypatch.setattr(atomic.os, "replace" if where == "replace" else "fsync", boom)
+    with pytest.raises(KeyboardInterrupt if where == "interrupt" else OSError):
+        bl.write_atomic(path, new)
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
+
+
+def test_every_perfgate_writer_is_the_atomic_one(tmp_path, good):
+    from perfgate import isa
+
+    assert bl.write_atomic is atomic.write_json and bl.write_text_atomic is atomic.write_text
+    # The ISA baselines keep their exact bytes (indent 1, final newline) through it.
+    isa.write_report(tmp_path / "isa" / "t.json", good)
+    written = (tmp_path / "isa" / "t.json").read_text()
+    assert written == json.dumps(good, indent=1) + "\n"
+    assert stat.S_IMODE((tmp_path / "isa" / "t.json").stat().st_mode) == 0o644
 
 
 def test_write_atomic_new_file_is_world_readable(tmp_path, good):
