@@ -14,6 +14,9 @@ from pathlib import Path
 from kernels.reducer.cache import read_manifest, reducer_dir, sources_digest
 
 ABI_VERSION = 1
+# Split counts with a compile-time kernel in splitk_reduce.cu (every other S takes its generic
+# loop); tests/test_derived.py keeps this equal to the source and to the shipped configs.
+SPECIALISED_SPLITS: tuple[int, ...] = (2, 3, 4, 7, 8, 14, 16)
 
 
 class NativeUnavailable(RuntimeError):

@@ -11,10 +11,10 @@
 //            aligned) and out 8-byte aligned with rows of whole vectors (contiguous out, or
 //            N % 4 == 0 and ldo % 4 == 0).
 //   scalar : one element per thread, for everything else (odd M*N, odd strides).
-// Split counts 2, 3, 4, 7, 8 and 16 are compile-time specialisations (loads fully unrolled, all S
-// loads in flight before the adds): 2 and 7 are in the tuned config tables today, 3, 4, 8 and
-// 16 are common choices of the occupancy model's 1..16 range. Any other S takes the generic
-// runtime loop (same results).
+// Split counts 2, 3, 4, 7, 8, 14 and 16 are compile-time specialisations (loads fully unrolled, all
+// S loads in flight before the adds): 2, 4, 7 and 14 are in the tuned config tables today, 3, 8
+// and 16 are common choices of the occupancy model's 1..16 range. Any other S takes the generic
+// runtime loop (same results). kernels/reducer/native.py lists them (SPECIALISED_SPLITS).
 #include "compat.h"
 
 namespace mxfp4_splitk {
@@ -90,6 +90,8 @@ template __global__ void reduce_vec4<7>(const float*, unsigned short*, int, unsi
                                         unsigned, bool);
 template __global__ void reduce_vec4<8>(const float*, unsigned short*, int, unsigned, unsigned,
                                         unsigned, bool);
+template __global__ void reduce_vec4<14>(const float*, unsigned short*, int, unsigned, unsigned,
+                                         unsigned, bool);
 template __global__ void reduce_vec4<16>(const float*, unsigned short*, int, unsigned, unsigned,
                                          unsigned, bool);
 
@@ -148,6 +150,7 @@ int mxfp4_splitk_reduce(const float* partials, unsigned short* out, int s, long 
       case 4: launch_vec4<4>(partials, out, s, mn, un, uldo, contiguous, stream); break;
       case 7: launch_vec4<7>(partials, out, s, mn, un, uldo, contiguous, stream); break;
       case 8: launch_vec4<8>(partials, out, s, mn, un, uldo, contiguous, stream); break;
+      case 14: launch_vec4<14>(partials, out, s, mn, un, uldo, contiguous, stream); break;
       case 16: launch_vec4<16>(partials, out, s, mn, un, uldo, contiguous, stream); break;
       default: launch_vec4<0>(partials, out, s, mn, un, uldo, contiguous, stream); break;
     }
