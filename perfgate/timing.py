@@ -8,7 +8,7 @@ device time of that round, so its rounds, statistics and JSON (``stats.data``) h
 A benchmark opts in with ``@pytest.mark.benchmark(timer=perfgate.timing.device_clock)``, the hook
 pytest-benchmark supports per test (its ``--benchmark-timer`` option accepts only ``time.*``).
 
-Two ways to run the work, picked by the benchmark (see ``tests/perf/conftest.py``):
+Two ways to run the work, picked by the timing mode (see :mod:`perfgate.plugin`):
 
 - batched (mode ``device``): one CUDA/HIP graph replays the call on each of several input copies
   back to back, so host launch gaps vanish and event resolution is spread over the copies; a
@@ -20,6 +20,11 @@ Two ways to run the work, picked by the benchmark (see ``tests/perf/conftest.py`
 Either way ``setup`` (untimed) first overwrites a buffer of twice the last-level cache (L2, plus
 the Infinity Cache on MI355X), so every round starts from a cold cache, and warm-up rounds (JIT,
 autotune, module load) run before any measured round.
+
+This is the project's one GPU timer: the benchmarks (through pytest-benchmark), the config tuner
+(``python -m tools.tune``) and the reducer benchmark (``python -m tools.reducer_bench``, both
+through :func:`median_per_call` and :func:`probe_median`) use the same events, flush and rotation,
+so tuned tables are made with the timer that gates them.
 """
 
 from __future__ import annotations
@@ -160,6 +165,11 @@ def rotation_count(set_bytes: int, cache_bytes: int, *, minimum: int = 4, maximu
     if not 1 <= minimum <= maximum:
         raise ValueError(f"need 1 <= minimum <= maximum, got minimum={minimum} maximum={maximum}")
     return max(minimum, min(maximum, -(-cache_bytes // set_bytes)))
+
+
+def gate_flush(last_level_cache_bytes: int, device: Any) -> CacheFlush:
+    """The flush every timed round starts with, in the gate and in the tools alike."""
+    return CacheFlush(flush_bytes(last_level_cache_bytes), device)
 
 
 class CacheFlush:
@@ -309,6 +319,28 @@ def probe_median(
         timed()
         samples.append(clock.read() - before)
     return statistics.median(samples)
+
+
+def median_per_call(
+    calls: Sequence[Callable[[], Any]],
+    flush: Callable[[], None],
+    *,
+    rounds: int,
+    graph: bool = True,
+) -> tuple[float, Launch]:
+    """Median per-call device seconds of ``calls`` (one per input copy) launched together, each
+    round after ``flush``: the gate's device-mode timer for tools that want a number rather than
+    a pytest-benchmark run (``tools.tune``, ``tools.reducer_bench``). The calls run eagerly first
+    (JIT and autotune outside the numbers); the :class:`Launch` says whether a graph ran."""
+    import torch
+
+    if not calls:
+        raise ValueError("need at least one call to time")
+    for call in calls:
+        call()
+    torch.cuda.synchronize()
+    launch = build_launch(calls, graph=graph)
+    return probe_median(launch.run, flush, calls=len(calls), rounds=rounds), launch
 
 
 def calibrate_extra_pass(

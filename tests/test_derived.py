@@ -3,12 +3,13 @@ and against every shipped config, and the reducer benchmark cases against the co
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
 
 import pytest
 
-from kernels.configs import model_config, select_config, tuned_table
+from kernels.configs import default_num_warps, model_config, select_config, tuned_table
 from kernels.device import TARGET_DEVICES
 from kernels.gemm_config import GemmConfig, effective_splits
 from kernels.reducer.native import SPECIALISED_SPLITS
@@ -131,3 +132,33 @@ def test_reducer_benchmark_is_the_derived_list():
             if s > 1:
                 expected.add(ReducerCase(s, m, n))
     assert set(REDUCER) == expected
+
+
+# ---- the tuner sweeps what the model would pick from ---------------------------------------------
+def _load_tool(name: str):
+    # by path: tools/ is run from a checkout and is not part of the installed package
+    path = Path(__file__).resolve().parents[1] / "tools" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_tools_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("shape", LEADERBOARD, ids=[s.id for s in LEADERBOARD])
+def test_tuner_candidates_use_the_models_warp_rule(shape):
+    tune = _load_tool("tune")
+    m, _, k = shape
+    cands = list(tune.candidates(m, k))
+    assert cands
+    for cfg in cands:
+        assert cfg.num_warps == default_num_warps(cfg.block_m, cfg.block_n), cfg
+        assert effective_splits(k, cfg) == cfg.split_k, cfg
+    # a long K sweeps sm90's tuned 14-way split, which the reducer specialises
+    assert {c.split_k for c in cands} <= {1, *SPECIALISED_SPLITS}
+
+
+def test_tuner_parses_shapes():
+    tune = _load_tool("tune")
+    assert tune.parse_shape("16,2112,7168") == GemmShape(16, 2112, 7168)
+    with pytest.raises(ValueError, match="M,N,K"):
+        tune.parse_shape("16,2112")

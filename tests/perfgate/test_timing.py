@@ -158,6 +158,40 @@ def test_flush_is_twice_the_last_level_cache(info, expected):
     assert timing.flush_bytes(info.last_level_cache_bytes) == expected
 
 
+def test_gate_flush_is_the_flush_policy():
+    flush = timing.gate_flush(4096, "cpu")
+    assert isinstance(flush, timing.CacheFlush)
+    assert flush.nbytes == timing.flush_bytes(4096) == 8192
+    flush()
+    flush()
+    assert flush._buffer.unique().tolist() == [2]  # a new value each time: a real write
+
+
+def test_median_per_call_warms_up_then_times_one_launch_after_flushes(monkeypatch):
+    """The tools' timer: eager calls (JIT), then the gate's launch and flushed median."""
+    import torch
+
+    ran: list = []
+    calls = [lambda i=i: ran.append(i) for i in range(3)]
+    launch = timing.Launch("graph", lambda: ran.append("replay"), [])
+
+    def fake_build(got_calls, *, graph):
+        ran.append(("build", list(got_calls) == calls, graph))
+        return launch
+
+    def fake_probe(run, flush, *, calls, rounds):
+        ran.append(("probe", run is launch.run, flush, calls, rounds))
+        return 1.5e-6
+
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: ran.append("sync"))
+    monkeypatch.setattr(timing, "build_launch", fake_build)
+    monkeypatch.setattr(timing, "probe_median", fake_probe)
+    assert timing.median_per_call(calls, "flush", rounds=7, graph=False) == (1.5e-6, launch)
+    assert ran == [0, 1, 2, "sync", ("build", True, False), ("probe", True, "flush", 3, 7)]
+    with pytest.raises(ValueError, match="at least one call"):
+        timing.median_per_call([], "flush", rounds=7)
+
+
 def test_flush_refuses_what_cannot_flush():
     with pytest.raises(ValueError, match="interpreter"):
         timing.flush_bytes(0)  # the interpreter's device facts: no cache, no benchmark
