@@ -25,6 +25,7 @@ from kernels.device import check_kernel_device, device_info, gpu_available
 log = logging.getLogger(__name__)
 
 REQUIRE_NATIVE_ENV = "MXFP4_REQUIRE_NATIVE_REDUCER"
+BACKENDS = ("native", "triton")
 # Tile of the Triton reducer: 4 rows x 512 columns = 2048 outputs per program (8 KiB of fp32 per
 # partial plane), enough bytes in flight per program for a memory-bound sum at M as small as 4.
 BLOCK_M = 4
@@ -167,15 +168,24 @@ def _reduce_triton(partials: torch.Tensor, out: torch.Tensor, s: int, m: int, n:
     )  # fmt: skip
 
 
-def reduce_partials(partials: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+def reduce_partials(
+    partials: torch.Tensor, out: torch.Tensor, *, backend: str | None = None
+) -> torch.Tensor:
     """``out[m, n] = bf16_rne(sum over s in 0..S-1 of partials[s, m, n])``, summed in fp32 in
     split order; returns ``out``. ``partials``: fp32 (S, M, N) contiguous; ``out``: bf16 (M, N)
-    with unit column stride and any row stride >= N."""
+    with unit column stride and any row stride >= N.
+
+    ``backend`` (one of :data:`BACKENDS`) forces a reducer instead of :func:`reducer_backend`'s
+    choice, for tools that compare them; ``"native"`` raises RuntimeError when none is built."""
+    if backend is not None and backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)} or None, got {backend!r}")
     s, m, n = _check_args(partials, out)
     if m == 0 or n == 0:
         return out
     choice = _choice(partials.device)
-    if choice.backend == "native":
+    if backend == "native" and choice.native is None:
+        raise RuntimeError(f"no native split-K reducer for {partials.device}: {choice.reason}")
+    if (backend or choice.backend) == "native":
         index = partials.device.index
         ldo = out.stride(0) if m > 1 else n  # a lone row's stride is meaningless
         if index == torch.cuda.current_device():

@@ -28,9 +28,7 @@ def _bits(t: torch.Tensor) -> list[int]:
 
 
 def _run_triton(partials: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    s, m, n = partials.shape
-    splitk._reduce_triton(partials, out, s, m, n)
-    return out
+    return splitk.reduce_partials(partials, out, backend="triton")
 
 
 @pytest.fixture(autouse=True)
@@ -111,6 +109,24 @@ def test_reduce_partials_returns_out(device):
     partials = boundary_partials(2, 3, 4).to(device)
     out = torch.empty(3, 4, dtype=torch.bfloat16, device=device)
     assert splitk.reduce_partials(partials, out) is out
+
+
+def test_backend_can_be_forced_for_tools(device):
+    partials = boundary_partials(3, 2, 8).to(device)
+    out = torch.empty(2, 8, dtype=torch.bfloat16, device=device)
+    assert splitk.BACKENDS == ("native", "triton")
+    assert splitk.reduce_partials(partials, out, backend="triton") is out
+    assert bf16_mismatch(out, splitk.reduce_partials_reference(partials)) is None
+    with pytest.raises(ValueError, match="backend must be one of native, triton or None"):
+        splitk.reduce_partials(partials, out, backend="cuda")
+
+
+def test_forcing_native_without_a_build_names_why(monkeypatch, tmp_path, device):
+    monkeypatch.setenv("MXFP4_CACHE_DIR", str(tmp_path))  # no build can be found there
+    partials = torch.ones(2, 1, 4, device=device)
+    out = torch.empty(1, 4, dtype=torch.bfloat16, device=device)
+    with pytest.raises(RuntimeError, match=rf"no native split-K reducer for {partials.device}: "):
+        splitk.reduce_partials(partials, out, backend="native")
 
 
 @pytest.mark.parametrize("shape", [(2, 0, 5), (2, 5, 0)])
