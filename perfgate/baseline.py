@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import atomic
+from perfgate.modes import MODE_NAMES
 
 SCHEMA = 1
-MODES = ("device", "leaderboard")
+MODES = MODE_NAMES  # perfgate.modes defines them
 FINGERPRINT_KEYS = (
     "gpu_name",
     "arch",

@@ -25,8 +25,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from perfgate.modes import MODE_NAMES
+
 REPO = Path(__file__).resolve().parents[1]
-SUITES = ("device", "leaderboard")
+SUITES = MODE_NAMES  # the timing modes (perfgate.modes); "suite" is their old name
 DEFAULT_MARKERS = "bench and not slow"
 DEFAULT_RESULTS = Path(".perfgate/results")
 DEFAULT_BASELINES = REPO / "perf_baselines"
@@ -134,6 +136,8 @@ def pytest_command(
         "-m",
         "pytest",
         "tests/perf",
+        "-p",
+        "perfgate.plugin",
         "-p",
         "no:cacheprovider",
         "-m",

@@ -3,7 +3,6 @@ tool, and the vendor tools' output parsed from canned text (the tools are absent
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -126,9 +125,7 @@ def test_physical_index(env, index, expected):
 
 
 def test_machine_info_hook_writes_a_block_that_baseline_load_accepts(tmp_path, make_result):
-    spec = importlib.util.spec_from_file_location("perf_conftest", REPO / "tests/perf/conftest.py")
-    perf_conftest = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(perf_conftest)
+    from perfgate import plugin
 
     class Config:
         def getoption(self, name):
@@ -136,7 +133,7 @@ def test_machine_info_hook_writes_a_block_that_baseline_load_accepts(tmp_path, m
             return "leaderboard"
 
     machine_info: dict = {"node": "x"}
-    perf_conftest.pytest_benchmark_update_machine_info(Config(), machine_info)
+    plugin.pytest_benchmark_update_machine_info(Config(), machine_info)
     block = machine_info["perfgate"]
     assert block["schema"] == 1 and block["mode"] == "leaderboard"
     assert block["device_key"] == block["fingerprint"]["device_key"]

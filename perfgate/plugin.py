@@ -1,0 +1,405 @@
+"""perfgate's pytest plugin: the benchmark options, the machine_info block and the harness.
+
+Every benchmark it runs is a pytest-benchmark benchmark timed with
+:func:`perfgate.timing.device_clock` (collection refuses one that is not). ``--perfgate-mode``
+(one of :data:`perfgate.modes.MODES`) picks what a sample is:
+
+- ``device``: kernel time. The GEMM (``gemm_a16wfp4``) or the reducer runs once per input copy
+  inside one CUDA/HIP graph; a sample is the replay's device time / number of copies.
+- ``leaderboard``: events around one ``custom_kernel(data)`` call (the reducer: one direct call),
+  rotating through input sets of different seeds, each output checked after its round.
+
+Before any timing every output is checked against the reference, so a wrong kernel cannot make a
+baseline. See docs/perfgate-bench.md.
+
+How it is loaded (decided here, once): ``python -m perfgate bench`` passes ``-p perfgate.plugin``,
+and a plain ``pytest tests/perf`` gets it from ``tests/perf/conftest.py``, which imports it under
+the same name only when it is not registered yet, so its options are never added twice. There is
+no ``pytest11`` entry point: from a checkout without ``pip install -e .`` it would not exist, and
+where it does it loads the plugin into every pytest run of the environment under the entry
+point's name, so that a later ``-p perfgate.plugin`` would register the same module a second time
+(pluggy refuses that).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from perfgate import modes, timing
+from perfgate.shapes import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
+
+PLUGIN_NAME = "perfgate.plugin"
+SEED_BASE = 20250
+DEFAULT_WARMUP = 5
+# Fixtures that make a test a perfgate benchmark: it must then be timed with the device clock.
+BENCHMARK_FIXTURES = ("benchmark", "harness")
+
+
+# -- options ------------------------------------------------------------------------------------
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("perfgate")
+    group.addoption(
+        "--perfgate-mode",
+        choices=modes.MODE_NAMES,
+        default=modes.DEFAULT_MODE,
+        help="; ".join(f"{m.name}: {m.description}" for m in modes.MODES),
+    )
+    group.addoption(
+        "--perfgate-rounds",
+        type=int,
+        default=None,
+        help="measured rounds per benchmark (default: "
+        + ", ".join(f"{m.default_rounds} in {m.name} mode" for m in modes.MODES)
+        + ")",
+    )
+    group.addoption(
+        "--perfgate-warmup",
+        type=int,
+        default=DEFAULT_WARMUP,
+        help="untimed warm-up rounds before measuring",
+    )
+    group.addoption(
+        "--perfgate-no-graph",
+        action="store_true",
+        help="device mode: launch directly instead of capturing a graph (for diagnosis)",
+    )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The harness's options, validated, with the mode's default rounds filled in."""
+
+    mode: modes.Mode
+    rounds: int
+    warmup: int
+    use_graph: bool
+
+    @classmethod
+    def from_options(
+        cls, mode: str, rounds: int | None, warmup: int, no_graph: bool = False
+    ) -> Settings:
+        """Raises ValueError for an unknown mode, fewer than 2 rounds or a negative warm-up."""
+        chosen = modes.get(mode)
+        if rounds is not None and rounds < 2:
+            raise ValueError(f"--perfgate-rounds must be >= 2, got {rounds}")
+        if warmup < 0:
+            raise ValueError(f"--perfgate-warmup must be >= 0, got {warmup}")
+        return cls(
+            mode=chosen,
+            rounds=chosen.default_rounds if rounds is None else rounds,
+            warmup=warmup,
+            use_graph=not no_graph,
+        )
+
+    @classmethod
+    def from_config(cls, config: pytest.Config) -> Settings:
+        try:
+            return cls.from_options(
+                config.getoption("--perfgate-mode"),
+                config.getoption("--perfgate-rounds"),
+                config.getoption("--perfgate-warmup"),
+                config.getoption("--perfgate-no-graph"),
+            )
+        except ValueError as exc:
+            raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    Settings.from_config(config)  # bad options stop the run before anything is collected
+
+
+# -- collection ---------------------------------------------------------------------------------
+def is_benchmark(item: pytest.Item) -> bool:
+    return any(name in BENCHMARK_FIXTURES for name in getattr(item, "fixturenames", ()))
+
+
+def has_device_clock(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker("benchmark")
+    return marker is not None and marker.kwargs.get("timer") is timing.device_clock
+
+
+def clockless_benchmarks(items: Iterable[pytest.Item]) -> list[str]:
+    """Node ids of the benchmarks that would store host time under device-time names."""
+    return [item.nodeid for item in items if is_benchmark(item) and not has_device_clock(item)]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    bad = clockless_benchmarks(items)
+    if bad:
+        raise pytest.UsageError(
+            f"{bad[0]}: every perfgate benchmark must be marked "
+            "@pytest.mark.benchmark(timer=perfgate.timing.device_clock, group=...)"
+            + (f" ({len(bad) - 1} more)" if len(bad) > 1 else "")
+        )
+
+
+# -- machine_info -------------------------------------------------------------------------------
+def machine_info_block(mode: str, fingerprint: dict) -> dict:
+    """``machine_info["perfgate"]`` of a result file (docs/CONTRACTS.md)."""
+    return {
+        "schema": 1,
+        "device_key": fingerprint["device_key"],
+        "mode": modes.get(mode).name,
+        "fingerprint": fingerprint,
+    }
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
+    from perfgate import fingerprint
+
+    machine_info["perfgate"] = machine_info_block(
+        config.getoption("--perfgate-mode"), fingerprint.collect()
+    )
+
+
+# -- inputs, references, checks -----------------------------------------------------------------
+def bind(fn: Callable, args: tuple, kwargs: dict) -> Callable[[], Any]:
+    """``fn(*args, **kwargs)`` as a call without arguments (one graph node per input copy)."""
+
+    def call() -> Any:
+        return fn(*args, **kwargs)
+
+    return call
+
+
+def reducer_oracle(partials: Any) -> Any:
+    """The reducer's contract (fp32 sum in split order, bf16 RNE), from kernels.splitk's twin."""
+    from kernels.splitk import reduce_partials_reference
+
+    return reduce_partials_reference(partials)
+
+
+def check_gemm(out: Any, ref: Any, what: str) -> None:
+    from kernels.reference import check_leaderboard
+
+    report = check_leaderboard(out, ref)
+    if not report:
+        raise AssertionError(f"wrong GEMM output ({what}); refusing to time it: {report}")
+
+
+def check_exact(out: Any, ref: Any, what: str) -> None:
+    """Bit-exact, NaN matched by position (``torch.equal`` would call equal NaNs different)."""
+    from kernels.reducer.cases import bf16_mismatch
+
+    mismatch = bf16_mismatch(out, ref)
+    if mismatch is not None:
+        raise AssertionError(
+            f"wrong reducer output ({what}); refusing to time it: {mismatch} "
+            "(against the in-order fp32 sum)"
+        )
+
+
+def check_all(outs: Sequence[Any], refs: Sequence[Any], check: Callable, what: str) -> None:
+    for i, (out, ref) in enumerate(zip(outs, refs, strict=True)):
+        check(out, ref, f"{what} on input copy {i}")
+
+
+class RoundRobin:
+    """Leaderboard mode's untimed setup and teardown around each round.
+
+    ``setup`` flushes the cache and hands over the next input set; ``teardown`` checks the
+    output of the round (``target.last``) against that set's reference.
+    """
+
+    def __init__(
+        self,
+        arg_sets: Sequence[tuple],
+        refs: Sequence[Any],
+        check: Callable[[Any, Any, str], None],
+        flush: Callable[[], None],
+        target: timing.Timed,
+        synchronize: Callable[[], None],
+    ) -> None:
+        if len(arg_sets) != len(refs) or not arg_sets:
+            raise ValueError(
+                f"need one reference per input set, got {len(arg_sets)} and {len(refs)}"
+            )
+        self.arg_sets, self.refs, self.check = arg_sets, refs, check
+        self.flush, self.target, self.synchronize = flush, target, synchronize
+        self._order = itertools.cycle(range(len(arg_sets)))
+        self.current = -1
+
+    def setup(self) -> tuple[tuple, dict]:
+        self.current = next(self._order)
+        self.flush()
+        return self.arg_sets[self.current], {}
+
+    def teardown(self, *args: Any) -> None:
+        self.synchronize()
+        self.check(self.target.last, self.refs[self.current], f"round on input set {self.current}")
+
+
+def with_extra(fn: Callable, extra: Callable[[], None]) -> Callable:
+    """``fn`` followed by the injected extra pass (the harness's slowdown, never the kernel's)."""
+
+    def work(*args: Any) -> Any:
+        out = fn(*args)
+        extra()
+        return out
+
+    return work
+
+
+# -- the harness --------------------------------------------------------------------------------
+class Harness:
+    """Builds inputs, checks outputs and times them in the selected mode (needs a GPU)."""
+
+    def __init__(self, settings: Settings) -> None:
+        import torch
+
+        from kernels.device import device_info
+
+        self.settings = settings
+        self.inject = timing.slowdown_fraction()
+        self.device = torch.device("cuda")
+        self.info = device_info()
+        self.flush = timing.gate_flush(self.info.last_level_cache_bytes, self.device)
+
+    def copies(self, set_bytes: int) -> int:
+        return timing.rotation_count(set_bytes, self.info.last_level_cache_bytes)
+
+    # -- GEMM -----------------------------------------------------------------------------------
+    def gemm(self, benchmark: Any, shape: GemmShape) -> None:
+        import torch
+
+        from kernels.reference import generate_input, reference_gemm
+
+        copies = self.copies(gemm_set_bytes(shape))
+        sets = [
+            generate_input(*shape, seed=SEED_BASE + i, device=self.device) for i in range(copies)
+        ]
+        refs = [reference_gemm(d[0], d[3], d[4]) for d in sets]
+        benchmark.extra_info.update(m=shape.m, n=shape.n, k=shape.k, copies_rotated=copies)
+        if self.settings.mode.name == "device":
+            from kernels.gemm import gemm_a16wfp4
+
+            outs = [torch.empty_like(ref) for ref in refs]
+            calls = [
+                bind(gemm_a16wfp4, (d[0], d[3], d[4]), {"out": o})
+                for d, o in zip(sets, outs, strict=True)
+            ]
+            del sets  # the calls hold what the kernel reads; B and B_q (bf16/fp4 B) are freed
+            self.batched(benchmark, calls, refs, check_gemm)
+        else:
+            from kernels.gemm import custom_kernel
+
+            self.per_call(benchmark, custom_kernel, [(d,) for d in sets], refs, check_gemm)
+
+    # -- split-K reducer ------------------------------------------------------------------------
+    def reducer(self, benchmark: Any, case: ReducerCase) -> None:
+        import torch
+
+        from kernels.splitk import reduce_partials, reducer_backend
+
+        copies = self.copies(reducer_set_bytes(case))
+        partials = []
+        for i in range(copies):
+            gen = torch.Generator(device=self.device).manual_seed(SEED_BASE + i)
+            shape = (case.splits, case.m, case.n)
+            partials.append(torch.randn(shape, generator=gen, device=self.device))
+        refs = [reducer_oracle(p) for p in partials]
+        benchmark.extra_info.update(
+            splits=case.splits,
+            m=case.m,
+            n=case.n,
+            reducer_backend=reducer_backend(),
+            copies_rotated=copies,
+        )
+        outs = [torch.empty_like(r) for r in refs]
+        if self.settings.mode.name == "device":
+            calls = [bind(reduce_partials, (p, o), {}) for p, o in zip(partials, outs, strict=True)]
+            self.batched(benchmark, calls, refs, check_exact)
+        else:
+            arg_sets = list(zip(partials, outs, strict=True))
+            self.per_call(benchmark, reduce_partials, arg_sets, refs, check_exact)
+
+    # -- the two timing paths -------------------------------------------------------------------
+    def batched(self, benchmark: Any, calls: list, refs: list, check: Callable) -> None:
+        """Device mode: all copies in one graph replay; a sample is per-call device time."""
+        import torch
+
+        eager = [call() for call in calls]  # JIT, autotune and module load happen here
+        torch.cuda.synchronize()
+        check_all(eager, refs, check, "eager call")
+        launch = timing.build_launch(calls, graph=self.settings.use_graph)
+        launch.run()
+        torch.cuda.synchronize()
+        check_all(launch.outputs, refs, check, f"{launch.kind} launch")
+        if self.inject:
+            plain = timing.probe_median(launch.run, self.flush, calls=len(calls), rounds=15)
+            extra = timing.calibrate_extra_pass(
+                self.inject * plain * len(calls), self.flush, self.device
+            )
+            launch = timing.build_launch(calls, extra, graph=self.settings.use_graph)
+            self.record_injection(benchmark, extra, plain, calls=len(calls))
+        benchmark.extra_info.update(
+            mode="device", launch=launch.kind, launch_note=launch.note, calls_per_sample=len(calls)
+        )
+        self.finish(benchmark, timing.Timed(launch.run, calls=len(calls)), self.flush)
+
+    def per_call(
+        self, benchmark: Any, fn: Callable, arg_sets: list, refs: list, check: Callable
+    ) -> None:
+        """Leaderboard mode: events around one call after a flush; inputs rotate, outputs checked."""
+        import torch
+
+        for i, (args, ref) in enumerate(zip(arg_sets, refs, strict=True)):
+            out = fn(*args)
+            torch.cuda.synchronize()
+            check(out, ref, f"input set {i}")
+        work: Callable = fn
+        if self.inject:
+            plain = timing.probe_median(lambda: fn(*arg_sets[0]), self.flush, calls=1, rounds=15)
+            extra = timing.calibrate_extra_pass(self.inject * plain, self.flush, self.device)
+            work = with_extra(fn, extra)
+            self.record_injection(benchmark, extra, plain, calls=1)
+        target = timing.Timed(work)
+        rounds = RoundRobin(arg_sets, refs, check, self.flush, target, torch.cuda.synchronize)
+        benchmark.extra_info.update(mode="leaderboard", launch="direct", calls_per_sample=1)
+        self.finish(benchmark, target, rounds.setup, rounds.teardown)
+
+    def finish(
+        self,
+        benchmark: Any,
+        target: timing.Timed,
+        setup: Callable,
+        teardown: Callable | None = None,
+    ) -> None:
+        from perfgate import fingerprint
+
+        benchmark.extra_info.update(
+            flush_bytes=self.flush.nbytes,
+            rounds=self.settings.rounds,
+            warmup_rounds=self.settings.warmup,
+        )
+        timing.measure(
+            benchmark,
+            target,
+            setup=setup,
+            teardown=teardown,
+            rounds=self.settings.rounds,
+            warmup_rounds=self.settings.warmup,
+        )
+        # clocks right after the rounds: a throttled card shows here
+        benchmark.extra_info["clocks_after"] = fingerprint.clock_readings()
+
+    def record_injection(
+        self, benchmark: Any, extra: timing.ExtraPass, plain: float, *, calls: int
+    ) -> None:
+        cost = timing.probe_median(extra, self.flush, calls=1, rounds=7)
+        benchmark.extra_info.update(
+            injected_fraction_requested=self.inject,
+            injected_bytes=extra.nbytes,
+            injected_fraction_estimated=cost / (plain * calls),
+        )
+
+
+@pytest.fixture(scope="session")
+def harness(request: pytest.FixtureRequest) -> Harness:
+    return Harness(Settings.from_config(request.config))

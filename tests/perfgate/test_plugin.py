@@ -1,0 +1,247 @@
+"""perfgate.plugin on the CPU: option validation and mode defaults, loading (``-p`` and the
+tests/perf conftest, never twice), the collection refusal of benchmarks without the device clock,
+the machine_info block, the NaN-safe reducer oracle, set-bytes arithmetic and the leaderboard
+mode's round-robin setup/teardown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from perfgate import baseline, bench, modes, plugin
+from perfgate.plugin import RoundRobin, Settings
+from perfgate.shapes import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
+
+pytest_plugins = ["pytester"]
+
+PERF_CONFTEST = Path(__file__).resolve().parents[1] / "perf" / "conftest.py"
+
+
+def _bf16(bits: list[int]) -> torch.Tensor:
+    return torch.tensor([b - 0x10000 if b >= 0x8000 else b for b in bits], dtype=torch.int16).view(
+        torch.bfloat16
+    )
+
+
+# -- modes and settings -------------------------------------------------------------------------
+def test_modes_are_defined_once_and_shared():
+    assert modes.MODE_NAMES == ("device", "leaderboard")
+    assert bench.SUITES is modes.MODE_NAMES
+    assert baseline.MODES is modes.MODE_NAMES
+    assert modes.get("leaderboard").default_rounds == 100
+    with pytest.raises(ValueError, match="mode must be one of device, leaderboard, got 'host'"):
+        modes.get("host")
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc", [({"name": "a b"}, ValueError), ({"default_rounds": 1}, ValueError),
+                    ({"default_rounds": True}, TypeError)],
+)  # fmt: skip
+def test_mode_rejects_bad_fields(kwargs, exc):
+    fields = {"name": "host", "description": "host time per call", "default_rounds": 100}
+    with pytest.raises(exc):
+        modes.Mode(**{**fields, **kwargs})
+
+
+@pytest.mark.parametrize("mode, rounds", [("device", 200), ("leaderboard", 100)])
+def test_settings_default_rounds_per_mode(mode, rounds):
+    s = Settings.from_options(mode, None, 5)
+    assert (s.mode.name, s.rounds, s.warmup, s.use_graph) == (mode, rounds, 5, True)
+
+
+def test_settings_keep_explicit_values():
+    s = Settings.from_options("leaderboard", 2, 0, no_graph=True)
+    assert (s.mode.name, s.rounds, s.warmup, s.use_graph) == ("leaderboard", 2, 0, False)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("device", 1, 5), "--perfgate-rounds must be >= 2, got 1"),
+        (("device", None, -1), "--perfgate-warmup must be >= 0, got -1"),
+        (("host", None, 5), "mode must be one of device, leaderboard, got 'host'"),
+    ],
+)
+def test_settings_refuse_bad_options(args, message):
+    with pytest.raises(ValueError) as info:
+        Settings.from_options(*args)
+    assert str(info.value) == message
+
+
+# -- the plugin in a pytest run -----------------------------------------------------------------
+BENCH_OK = """
+import pytest
+from perfgate.timing import device_clock
+
+@pytest.mark.benchmark(group="g", timer=device_clock)
+def test_timed(benchmark):
+    pass
+
+def test_plain():
+    pass
+"""
+
+BENCH_WITHOUT_CLOCK = """
+import pytest
+
+@pytest.mark.benchmark(group="g")
+def test_host_timed(benchmark):
+    pass
+
+def test_uses_harness(harness):
+    pass
+"""
+
+
+def test_options_appear_once_with_p_and_conftest(pytester):
+    pytester.makeconftest(PERF_CONFTEST.read_text(encoding="utf-8"))
+    for args in ((), ("-p", "perfgate.plugin")):
+        result = pytester.runpytest(*args, "--help")
+        assert result.ret == 0
+        assert sum("--perfgate-mode" in line for line in result.outlines) == 1
+
+
+def test_plugin_alone_registers_options_and_validates(pytester):
+    pytester.makepyfile(test_x=BENCH_OK)
+    result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-rounds=1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --perfgate-rounds must be >= 2, got 1"])
+    result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-mode=host")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-warmup=-1", "--co")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_without_the_plugin_its_options_are_unknown(pytester):
+    result = pytester.runpytest("--perfgate-mode=device")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_device_clock_benchmarks_are_collected(pytester):
+    pytester.makepyfile(test_x=BENCH_OK)
+    result = pytester.runpytest("-p", "perfgate.plugin", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["test_x.py::test_timed", "test_x.py::test_plain"])
+
+
+def test_benchmark_without_the_device_clock_is_refused(pytester):
+    pytester.makepyfile(test_y=BENCH_WITHOUT_CLOCK)
+    result = pytester.runpytest("-p", "perfgate.plugin", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [
+            "ERROR: test_y.py::test_host_timed: every perfgate benchmark must be marked "
+            "@pytest.mark.benchmark(timer=perfgate.timing.device_clock, group=...) (1 more)"
+        ]
+    )
+
+
+def test_clockless_benchmarks_names_only_the_offenders(pytester):
+    pytester.makepyfile(test_x=BENCH_OK, test_y=BENCH_WITHOUT_CLOCK)
+    items, _ = pytester.inline_genitems("-p", "no:perfgate.plugin")
+    assert plugin.clockless_benchmarks(items) == [
+        "test_y.py::test_host_timed",
+        "test_y.py::test_uses_harness",
+    ]
+
+
+# -- machine_info -------------------------------------------------------------------------------
+def test_machine_info_block():
+    fp = {"device_key": "nvidia-h200", "gpu_name": "NVIDIA H200"}
+    assert plugin.machine_info_block("leaderboard", fp) == {
+        "schema": 1,
+        "device_key": "nvidia-h200",
+        "mode": "leaderboard",
+        "fingerprint": fp,
+    }
+    with pytest.raises(ValueError, match="got 'suite'"):
+        plugin.machine_info_block("suite", fp)
+
+
+# -- checks and the oracle ----------------------------------------------------------------------
+def test_reducer_oracle_sums_in_split_order():
+    partials = torch.tensor([1e8, 1.0, -1e8, 0.5]).reshape(4, 1, 1)
+    # in order: (1e8 + 1) rounds back to 1e8 in fp32, so the 1 is lost: 0.5, not 1.5
+    assert plugin.reducer_oracle(partials).view(torch.int16).tolist() == [[0x3F00]]
+
+
+def test_check_exact_matches_nan_by_position_not_by_bits():
+    ref = _bf16([0x3F80, 0xFFFF, 0x0000])  # torch's CPU cast writes NaN as 0xFFFF
+    out = _bf16([0x3F80, 0x7FC0, 0x0000])  # the reducers write 0x7FC0
+    assert not torch.equal(out, ref)  # what the old oracle check refused
+    plugin.check_exact(out, ref, "nan")
+
+
+@pytest.mark.parametrize(
+    "bits, why",
+    [
+        ([0x3F81, 0xFFFF, 0x0000], "one ulp off"),
+        ([0x3F80, 0x3F80, 0x0000], "a number where the reference is NaN"),
+        ([0x3F80, 0xFFFF, 0x8000], "-0 for +0"),
+    ],
+)
+def test_check_exact_refuses_any_other_difference(bits, why):
+    ref = _bf16([0x3F80, 0xFFFF, 0x0000])
+    with pytest.raises(AssertionError, match=r"wrong reducer output \(copy 3\).*1 of 3 elements"):
+        plugin.check_exact(_bf16(bits), ref, "copy 3")
+
+
+def test_check_gemm_uses_the_leaderboard_rule():
+    ref = torch.tensor([[1.0, float("nan")]], dtype=torch.bfloat16)
+    plugin.check_gemm(torch.tensor([[1.01, float("nan")]], dtype=torch.bfloat16), ref, "ok")
+    with pytest.raises(AssertionError, match=r"wrong GEMM output \(bad\)"):
+        plugin.check_gemm(torch.tensor([[1.1, float("nan")]], dtype=torch.bfloat16), ref, "bad")
+
+
+# -- sizes --------------------------------------------------------------------------------------
+def test_gemm_set_bytes():
+    # A bf16 16x7168, B fp4 2112x7168/2, scales 2112x7168/32, C bf16 16x2112
+    assert gemm_set_bytes(GemmShape(16, 2112, 7168)) == 229376 + 7569408 + 473088 + 67584
+
+
+def test_reducer_set_bytes():
+    assert reducer_set_bytes(ReducerCase(14, 16, 2112)) == 14 * 16 * 2112 * 4 + 16 * 2112 * 2
+
+
+# -- leaderboard mode's rounds ------------------------------------------------------------------
+class _Target:
+    last = None
+
+
+def test_round_robin_flushes_rotates_and_checks_each_round():
+    events: list = []
+    target = _Target()
+    checked: list = []
+    rr = RoundRobin(
+        arg_sets=[("a",), ("b",), ("c",)],
+        refs=["A", "B", "C"],
+        check=lambda out, ref, what: checked.append((out, ref, what)),
+        flush=lambda: events.append("flush"),
+        target=target,
+        synchronize=lambda: events.append("sync"),
+    )
+    for i, expect in enumerate(["a", "b", "c", "a"]):
+        assert rr.setup() == ((expect,), {})
+        target.last = expect.upper() if i != 3 else "wrong"
+        rr.teardown()
+    assert events == ["flush", "sync"] * 4
+    assert checked == [
+        ("A", "A", "round on input set 0"),
+        ("B", "B", "round on input set 1"),
+        ("C", "C", "round on input set 2"),
+        ("wrong", "A", "round on input set 0"),
+    ]
+
+
+def test_round_robin_needs_one_reference_per_set():
+    with pytest.raises(ValueError, match="got 2 and 1"):
+        RoundRobin([(), ()], [None], print, print, _Target(), print)
+
+
+def test_with_extra_runs_the_extra_pass_after_the_call():
+    order: list = []
+    work = plugin.with_extra(lambda x: order.append(x) or x * 2, lambda: order.append("extra"))
+    assert work(3) == 6
+    assert order == [3, "extra"]
