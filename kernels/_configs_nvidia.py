@@ -1,7 +1,7 @@
 """NVIDIA-specific config facts: the tuned table for sm90 (H100/H200, 132 SMs).
 
 Hopper has no FP4 tensor cores: Triton emulates ``dot_scaled`` through bf16 MMA, so these
-configs favour smaller tiles than gfx950's. Each entry is the fastest of a ``python -m kernels.tune``
+configs favour smaller tiles than gfx950's. Each entry is the fastest of a ``python -m tools.tune``
 sweep on the lent H200 (device time of a graph replay over input copies larger than L2).
 """
 

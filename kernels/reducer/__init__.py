@@ -5,7 +5,6 @@
 - :mod:`kernels.reducer.native` - finds and loads a prebuilt library (never compiles).
 - :mod:`kernels.reducer.cache` - cache paths, the source digest and the build manifest.
 - :mod:`kernels.reducer.cases` - boundary-case partials shared by the tests and the benchmark.
-- :mod:`kernels.reducer.bench` - native vs Triton timing on a GPU.
 
 Users call :func:`kernels.splitk.reduce_partials`, which picks the backend.
 """
