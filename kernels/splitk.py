@@ -222,12 +222,12 @@ def reduce_partials_reference(partials: torch.Tensor) -> torch.Tensor:
 
 def compile_specs(target: str) -> list:
     """The Triton reducer specialisation that :func:`reduce_partials` launches, for the static
-    ISA gate (``target``: ``"gfx950"`` or ``"sm90"``). The native reducer's assembly comes from
+    ISA gate (``target``: a name in :data:`kernels.targets.TARGETS`). The native reducer's assembly comes from
     :func:`kernels.reducer.build.device_asm`."""
-    from kernels.compile import TARGETS, CompileSpec
+    from kernels.compile import CompileSpec
+    from kernels.targets import get_target
 
-    if target not in TARGETS:
-        raise ValueError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
+    get_target(target)  # a clear error for an unknown target
     from kernels._reduce_kernel import splitk_reduce_kernel
 
     signature = {
