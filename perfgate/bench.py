@@ -97,6 +97,9 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_BASELINES,
         help="root of the per-device baselines (default: perf_baselines in the repository)",
     )
+    from perfgate import settings
+
+    settings.add_options(parser, settings.STATS, settings.ROUNDS)
     parser.add_argument(
         "pytest_args",
         nargs=argparse.REMAINDER,
@@ -196,6 +199,26 @@ def _no_gpu(command: str) -> int:
     return 0
 
 
+def _gate_settings(command: str, args: argparse.Namespace):
+    """[tool.perfgate] with this command line's overrides; None (after one line) when unusable."""
+    from perfgate import settings
+
+    try:
+        return settings.from_args(args)
+    except settings.SettingsError as exc:
+        print(f"perfgate {command}: error: {exc}", file=sys.stderr)
+        return None
+
+
+def _rounds_override(suite: str, args: argparse.Namespace) -> list[str]:
+    """``--perfgate-rounds N`` when ``--rounds-<suite>`` was given (the plugin reads the table
+    otherwise); before the passthrough, so that an explicit ``-- --perfgate-rounds`` wins."""
+    from perfgate import settings
+
+    rounds = settings.overrides_from(args).get(f"rounds.{suite}")
+    return [] if rounds is None else [f"--perfgate-rounds={rounds}"]
+
+
 # -- running ----------------------------------------------------------------------------------
 def run_suite(suite: str, args: argparse.Namespace) -> tuple[int, Path]:
     """Run one suite's benchmarks; (exit code as compare's 0/1/2 or 0 on success, results path)."""
@@ -203,7 +226,7 @@ def run_suite(suite: str, args: argparse.Namespace) -> tuple[int, Path]:
     json_path = paths["json"].resolve()
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.unlink(missing_ok=True)  # never compare a stale file from an earlier run
-    extra = passthrough(args.pytest_args)
+    extra = _rounds_override(suite, args) + passthrough(args.pytest_args)
     cmd = pytest_command(suite, json_path, keyword=args.keyword, markers=args.markers, extra=extra)
     print(f"perfgate: {suite} suite: {' '.join(cmd[1:])}", flush=True)
     env = dict(os.environ, PERFGATE_REQUIRE_GPU="1")
@@ -237,12 +260,15 @@ def _load_result(json_path: Path, suite: str) -> dict[str, Any]:
 
 
 def bench_command(args: argparse.Namespace) -> int:
+    gate = _gate_settings("bench", args)
+    if gate is None:
+        return 2
     if not gpu_available():
         return _no_gpu("bench")
-    return max(_bench_suite(suite, args) for suite in suites(args.mode))
+    return max(_bench_suite(suite, args, gate.stats) for suite in suites(args.mode))
 
 
-def _bench_suite(suite: str, args: argparse.Namespace) -> int:
+def _bench_suite(suite: str, args: argparse.Namespace, stats=None) -> int:
     from perfgate import baseline as bl
     from perfgate.compare import compare_files
 
@@ -272,6 +298,7 @@ def _bench_suite(suite: str, args: argparse.Namespace) -> int:
     return compare_files(
         base,
         json_path,
+        settings=stats,
         json_out=paths["compare"],
         markdown_out=paths["markdown"],
         # a narrowed selection leaves the rest of the baseline unmeasured on purpose
@@ -284,6 +311,9 @@ def update_command(args: argparse.Namespace) -> int:
 
     if args.isa:
         return _update_isa(args)
+    gate = _gate_settings("update-baselines", args)
+    if gate is None:
+        return 2
     if slowdown_fraction():
         print(
             "perfgate update-baselines: error: MXFP4_BENCH_INJECT_SLOWDOWN is set; "
@@ -298,10 +328,10 @@ def update_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    return max(_update_suite(suite, args) for suite in suites(args.mode))
+    return max(_update_suite(suite, args, gate.stats) for suite in suites(args.mode))
 
 
-def _update_suite(suite: str, args: argparse.Namespace) -> int:
+def _update_suite(suite: str, args: argparse.Namespace, stats=None) -> int:
     from perfgate import baseline as bl
     from perfgate.compare import compare_files
 
@@ -334,7 +364,7 @@ def _update_suite(suite: str, args: argparse.Namespace) -> int:
                 )
                 return 2
             print(f"perfgate update-baselines: {suite}: new run against the baseline it replaces:")
-            compare_files(base, json_path, allow_missing=True)
+            compare_files(base, json_path, settings=stats, allow_missing=True)
     bl.write_atomic(base, data)
     print(
         f"perfgate update-baselines: wrote {base} ({len(data['benchmarks'])} benchmarks); commit it"

@@ -14,6 +14,9 @@ Exit codes:
 
 Other fingerprint differences (GPU name, driver, runtime, torch, triton, clocks) are printed as a
 loud warning, and included in the markdown and JSON reports, but do not change the exit code.
+
+The gate's settings come from [tool.perfgate] in pyproject.toml; each option below overrides one
+key for this run, and every report echoes the settings it used.
 """
 
 from __future__ import annotations
@@ -21,16 +24,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from perfgate import atomic
 from perfgate import baseline as bl
-from perfgate.stats import (
-    DEFAULT_ALPHA,
-    DEFAULT_MIN_EFFECT,
-    DEFAULT_MIN_SAMPLES,
-    DEFAULT_NOISE_FACTOR,
-    DEFAULT_RESAMPLES,
-)
+
+if TYPE_CHECKING:
+    from perfgate.stats import Settings
 
 # Fingerprint fields that define the device: a difference means the timings are not comparable.
 _DEVICE_FIELDS = ("arch", "compute_units")
@@ -46,27 +46,24 @@ def compare_files(
     baseline: str | Path,
     current: str | Path,
     *,
+    settings: Settings | None = None,
     json_out: str | Path | None = None,
     markdown_out: str | Path | None = None,
-    min_effect: float = DEFAULT_MIN_EFFECT,
-    alpha: float = DEFAULT_ALPHA,
-    noise_factor: float = DEFAULT_NOISE_FACTOR,
-    min_samples: int = DEFAULT_MIN_SAMPLES,
-    n_resamples: int = DEFAULT_RESAMPLES,
     allow_missing: bool = False,
     console=None,
 ) -> int:
-    """Compare two result files, print the report, write the requested outputs; the exit code."""
+    """Compare two result files, print the report, write the requested outputs; the exit code.
+
+    ``settings`` default to ``[tool.perfgate]`` of pyproject.toml (``Settings()``).
+    """
     from perfgate.stats import Settings
 
-    # Bad settings are the caller's bug, not bad input: let ValueError/TypeError through.
-    settings = Settings(
-        alpha=alpha,
-        min_effect=min_effect,
-        noise_factor=noise_factor,
-        min_samples=min_samples,
-        n_resamples=n_resamples,
-    )
+    # Bad settings are the caller's bug, not bad input: let TypeError through.
+    settings = Settings() if settings is None else settings
+    if not isinstance(settings, Settings):
+        raise TypeError(
+            f"settings must be a perfgate.stats.Settings, got {type(settings).__name__}"
+        )
     try:
         report = build_report(baseline, current, settings, allow_missing=allow_missing)
     except (bl.BaselineError, InputError) as exc:
@@ -85,9 +82,9 @@ def compare_files(
     render_console(report, console)
     try:
         if json_out is not None:
-            bl.write_atomic(json_out, report.to_json())
+            atomic.write_json(json_out, report.to_json())
         if markdown_out is not None:
-            bl.write_text_atomic(markdown_out, render_markdown(report))
+            atomic.write_text(markdown_out, render_markdown(report))
     except OSError as exc:
         print(f"perfgate compare: error: cannot write the report: {exc}", file=sys.stderr)
         return 2
@@ -254,70 +251,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="write the report as GitHub markdown (a PR comment, $GITHUB_STEP_SUMMARY)",
     )
     parser.add_argument(
-        "--min-effect",
-        type=float,
-        default=DEFAULT_MIN_EFFECT,
-        metavar="FRACTION",
-        help=f"smallest change that counts, as a fraction (default {DEFAULT_MIN_EFFECT})",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=float,
-        default=DEFAULT_ALPHA,
-        help=f"per-benchmark significance level of the rank test (default {DEFAULT_ALPHA})",
-    )
-    parser.add_argument(
-        "--noise-factor",
-        type=float,
-        default=DEFAULT_NOISE_FACTOR,
-        metavar="K",
-        help=f"threshold = max(min effect, K x robust noise) (default {DEFAULT_NOISE_FACTOR:g})",
-    )
-    parser.add_argument(
-        "--min-samples",
-        type=int,
-        default=DEFAULT_MIN_SAMPLES,
-        metavar="N",
-        help=f"fewer samples a side is inconclusive (default {DEFAULT_MIN_SAMPLES})",
-    )
-    parser.add_argument(
-        "--resamples",
-        type=int,
-        default=DEFAULT_RESAMPLES,
-        metavar="N",
-        help=f"bootstrap resamples per benchmark (default {DEFAULT_RESAMPLES})",
-    )
-    parser.add_argument(
         "--allow-missing",
         action="store_true",
         help="a benchmark in the baseline but not in the current run does not fail the gate",
     )
+    from perfgate import settings
+
+    settings.add_options(parser, settings.STATS)
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from perfgate.stats import Settings
+    from perfgate import settings
 
-    try:  # bad option values are unusable input: one line, exit 2
-        Settings(
-            alpha=args.alpha,
-            min_effect=args.min_effect,
-            noise_factor=args.noise_factor,
-            min_samples=args.min_samples,
-            n_resamples=args.resamples,
-        )
-    except (ValueError, TypeError) as exc:
+    try:  # bad option values or settings table are unusable input: one line, exit 2
+        gate = settings.from_args(args)
+    except settings.SettingsError as exc:
         print(f"perfgate compare: error: {exc}", file=sys.stderr)
         return 2
     return compare_files(
         args.baseline,
         args.current,
+        settings=gate.stats,
         json_out=args.json_out,
         markdown_out=args.markdown_out,
-        min_effect=args.min_effect,
-        alpha=args.alpha,
-        noise_factor=args.noise_factor,
-        min_samples=args.min_samples,
-        n_resamples=args.resamples,
         allow_missing=args.allow_missing,
     )

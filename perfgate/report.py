@@ -135,7 +135,9 @@ def render_console(report: Report, console) -> None:
     level = report.settings.get("confidence")
     table = Table(
         title=f"perfgate compare: {report.device_key}, {report.mode} mode",
-        caption=_gate_description(report.settings),
+        caption="\n".join(
+            filter(None, (_gate_description(report.settings), _settings_line(report.settings)))
+        ),
     )
     table.add_column("verdict", no_wrap=True)
     table.add_column("benchmark", overflow="fold")
@@ -169,6 +171,11 @@ def render_markdown(report: Report) -> str:
         f"against `{_md_code(report.baseline_path)}`. {_gate_description(report.settings)}",
         "",
     ]
+    if report.settings:
+        lines += [
+            "Settings: " + ", ".join(f"`{k}={_setting(v)}`" for k, v in report.settings.items()),
+            "",
+        ]
     if report.warnings:
         lines += ["> [!WARNING]", "> **The environment differs from the baseline's:**"]
         lines += [f"> - {_md_escape(w)}" for w in report.warnings]
@@ -216,6 +223,19 @@ def _gate_description(settings: dict[str, Any]) -> str:
         f"and the {settings['confidence']:.0%} bootstrap CI of the median ratio lies beyond "
         f"max({settings['min_effect']:.1%}, {settings['noise_factor']:g} × noise)."
     )
+
+
+def _settings_line(settings: dict[str, Any]) -> str:
+    """Every setting the verdicts used, so that a report can be reproduced from itself."""
+    if not settings:
+        return ""
+    return "settings: " + ", ".join(f"{k}={_setting(v)}" for k, v in settings.items())
+
+
+def _setting(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"  # the spelling of pyproject.toml and the JSON
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 def _cells(row: Row) -> list[str]:

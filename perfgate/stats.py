@@ -6,7 +6,7 @@ Design (see docs/perfgate-compare.md for the reasoning and the measured error ra
   Medians, not means, because GPU timings have rare large spikes (preemption, clock dips) that move
   a mean by several percent while leaving the median alone.
 - **Evidence** needs BOTH of
-  (a) a one-sided Mann-Whitney U rank test on the raw samples, p < ``alpha`` (default 0.01), and
+  (a) a one-sided Mann-Whitney U rank test on the raw samples, p < ``alpha``, and
   (b) a seeded percentile-bootstrap confidence interval of the median ratio lying entirely beyond
       the threshold: ``ci_low > 1 + threshold`` for a regression, ``ci_high < 1 / (1 + threshold)``
       for an improvement (log-symmetric: swapping baseline and current swaps the two verdicts).
@@ -15,12 +15,12 @@ Design (see docs/perfgate-compare.md for the reasoning and the measured error ra
 - **Threshold** = ``max(min_effect, noise_factor * noise)``, where ``noise`` is the robust
   relative spread of the samples: ``1.4826 * MAD / median`` (a standard deviation for Gaussian
   data, blind to rare spikes) of each side, combined as the root mean square of the two sides.
-  ``min_effect`` defaults to 3%, ``noise_factor`` to 2: the within-run spread understates the
-  run-to-run spread of a stored baseline (clocks, thermals, other tenants), so a change must
-  clear twice the per-sample spread before it counts.
+  ``noise_factor`` is 2 because the within-run spread understates the run-to-run spread of a
+  stored baseline (clocks, thermals, other tenants): a change must clear twice the per-sample
+  spread before it counts.
 - **Grey zone.** A significant test whose interval straddles the threshold, or an interval too wide
   to exclude a change beyond the threshold, is ``inconclusive``: rerun with more rounds. So is a
-  side with fewer than ``min_samples`` (default 10) samples: a rank test on fewer samples cannot
+  side with fewer than ``min_samples`` samples: a rank test on fewer samples cannot
   reach p < 0.01 for realistic shifts, and a median bootstrap on them is lumpy.
 - **Multiple comparisons.** ``alpha`` is per benchmark, with no Bonferroni/Holm correction. The
   effect threshold, not alpha, is what keeps the family-wise false-alarm rate low: under no change
@@ -29,6 +29,7 @@ Design (see docs/perfgate-compare.md for the reasoning and the measured error ra
   the power to see real 5% slowdowns.
 
 Everything is deterministic: the bootstrap is seeded, so the same files give the same verdicts.
+The settings' values live in ``[tool.perfgate]`` of pyproject.toml (:mod:`perfgate.settings`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import numpy as np
 
@@ -45,45 +47,35 @@ IMPROVEMENT = "improvement"
 UNCHANGED = "unchanged"
 INCONCLUSIVE = "inconclusive"
 
-DEFAULT_ALPHA = 0.01
-DEFAULT_MIN_EFFECT = 0.03
-DEFAULT_NOISE_FACTOR = 2.0
-DEFAULT_MIN_SAMPLES = 10
-DEFAULT_RESAMPLES = 5000
-DEFAULT_SEED = 0
-
 # 1.4826 * MAD estimates the standard deviation of Gaussian data.
 _MAD_TO_SIGMA = 1.4826
 
 
+def _configured(name: str) -> Any:
+    """A field whose default is the ``[tool.perfgate]`` value (pyproject.toml, read once)."""
+    from perfgate import settings
+
+    return field(default_factory=lambda: settings.stats_default(name))
+
+
 @dataclass(frozen=True)
 class Settings:
-    """The knobs of the verdict; the defaults are the documented gate."""
+    """The knobs of the verdict. The defaults are the documented gate, read from
+    ``[tool.perfgate]`` in pyproject.toml (:mod:`perfgate.settings`), the only copy of them."""
 
-    alpha: float = DEFAULT_ALPHA
-    min_effect: float = DEFAULT_MIN_EFFECT
-    noise_factor: float = DEFAULT_NOISE_FACTOR
-    min_samples: int = DEFAULT_MIN_SAMPLES
-    n_resamples: int = DEFAULT_RESAMPLES
-    seed: int = DEFAULT_SEED
+    alpha: float = _configured("alpha")
+    min_effect: float = _configured("min_effect")
+    noise_factor: float = _configured("noise_factor")
+    min_samples: int = _configured("min_samples")
+    n_resamples: int = _configured("n_resamples")
+    seed: int = _configured("seed")
 
     def __post_init__(self) -> None:
-        _check_real("alpha", self.alpha, "a number in (0, 0.5)")
-        if not 0 < self.alpha < 0.5:
-            raise ValueError(f"alpha must be in (0, 0.5), got {self.alpha!r}")
-        _check_real("min_effect", self.min_effect, "a fraction >= 0, e.g. 0.03")
-        if not 0 <= self.min_effect < 1:
-            raise ValueError(f"min_effect must be a fraction in [0, 1), got {self.min_effect!r}")
-        _check_real("noise_factor", self.noise_factor, "a number >= 0")
-        if not 0 <= self.noise_factor < math.inf:
-            raise ValueError(f"noise_factor must be finite and >= 0, got {self.noise_factor!r}")
-        _check_int("min_samples", self.min_samples)
-        if self.min_samples < 3:
-            raise ValueError(f"min_samples must be >= 3, got {self.min_samples!r}")
-        _check_int("n_resamples", self.n_resamples)
-        if self.n_resamples < 100:
-            raise ValueError(f"n_resamples must be >= 100, got {self.n_resamples!r}")
-        _check_int("seed", self.seed)
+        from perfgate import settings
+
+        # One set of rules for the table, the command line and this constructor.
+        for f in fields(self):
+            object.__setattr__(self, f.name, settings.stats_field(f.name, getattr(self, f.name)))
 
     @property
     def confidence(self) -> float:
@@ -252,15 +244,3 @@ def _as_samples(name: str, values: Sequence[float] | np.ndarray) -> np.ndarray:
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"{name} samples must be finite and > 0; sample {i} is {float(arr[i])!r}")
     return arr
-
-
-def _check_real(name: str, value: object, expected: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{name} must be {expected}, got {type(value).__name__}")
-    if math.isnan(value):
-        raise ValueError(f"{name} must be {expected}, got nan")
-
-
-def _check_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")

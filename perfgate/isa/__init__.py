@@ -42,6 +42,9 @@ def register(subparsers: Any) -> None:
         metavar="MOD[,MOD]",
         help="spec provider modules (default: kernels.gemm,kernels.splitk)",
     )
+    from perfgate import settings
+
+    settings.add_options(parser, settings.ISA)
     parser.set_defaults(func=run)
 
 
@@ -78,6 +81,13 @@ def run(args: argparse.Namespace) -> int:
             "[bold red]isa: TRITON_INTERPRET is set; this command compiles for real targets: unset it[/]"
         )
         return 2
+    from perfgate import settings
+
+    try:  # before compiling: a bad --isa-* value or settings table is known at once
+        tolerances = settings.from_args(args).isa
+    except settings.SettingsError as exc:
+        err.print(f"[bold red]isa: error:[/] {escape(str(exc))}")
+        return 2
     baseline = None
     if args.check is not None:
         try:  # before minutes of compiling: an unusable baseline is known at once
@@ -108,6 +118,6 @@ def run(args: argparse.Namespace) -> int:
             sys.stdout.write("\n")
         return 0
     skipped = ("native",) if args.skip_native else ()
-    comparison = gate.compare(baseline, report, skipped_sources=skipped)
+    comparison = gate.compare(baseline, report, skipped_sources=skipped, tolerances=tolerances)
     gate.render(comparison, target=args.target, n_entries=len(report["entries"]), console=console)
     return 1 if comparison.regressions else 0

@@ -2,8 +2,9 @@
 
 Rules (docs/isa.md explains why):
 - regression: an entry missing from the current report; more spills; more scratch; lower
-  occupancy; VGPR growth above ``max(VGPR_TOLERANCE_ABS, VGPR_TOLERANCE_REL * baseline)``; a wanted
-  instruction family (:data:`perfgate.isa.metrics.WANTED_FAMILIES`) whose count fell from > 0 to 0.
+  occupancy; VGPR growth above ``max(vgpr_tolerance_abs, vgpr_tolerance_rel * baseline)`` (both
+  in ``[tool.perfgate.isa]`` of pyproject.toml, :mod:`perfgate.settings`); a wanted instruction
+  family (:data:`perfgate.isa.metrics.WANTED_FAMILIES`) whose count fell from > 0 to 0.
 - improvement: the opposite moves. Everything else that changed (SGPRs, LDS bytes, single
   mnemonic counts, new entries) is reported and does not fail.
 - unusable input (missing or corrupt file, wrong schema or target) raises :class:`IsaReportError`.
@@ -20,9 +21,7 @@ from typing import Any
 
 from perfgate.isa import metrics
 from perfgate.isa.collect import SCHEMA, TARGETS, TOOL
-
-VGPR_TOLERANCE_ABS = 4
-VGPR_TOLERANCE_REL = 0.05
+from perfgate.settings import IsaTolerances
 
 REGRESSION = "REGRESSION"
 IMPROVED = "improved"
@@ -51,6 +50,7 @@ class Row:
 class Comparison:
     rows: list[Row]
     warnings: list[str]
+    tolerances: IsaTolerances | None = None  # what the verdicts used, echoed by render
 
     @property
     def regressions(self) -> list[Row]:
@@ -127,12 +127,21 @@ def load(path: str | Path, *, target: str | None = None) -> dict[str, Any]:
     return validate(data, where=str(path), target=target)
 
 
-def vgpr_tolerance(baseline_vgpr: int) -> float:
+def default_tolerances() -> IsaTolerances:
+    """``[tool.perfgate.isa]`` of the repository's pyproject.toml."""
+    from perfgate import settings
+
+    return settings.defaults().isa
+
+
+def vgpr_tolerance(baseline_vgpr: int, tolerances: IsaTolerances | None = None) -> float:
     """VGPRs an entry may grow by before it counts as a regression."""
-    return max(VGPR_TOLERANCE_ABS, VGPR_TOLERANCE_REL * baseline_vgpr)
+    return (tolerances or default_tolerances()).vgpr(baseline_vgpr)
 
 
-def _compare_entry(key: str, target: str, base: dict[str, Any], cur: dict[str, Any]) -> list[Row]:
+def _compare_entry(
+    key: str, target: str, base: dict[str, Any], cur: dict[str, Any], tolerances: IsaTolerances
+) -> list[Row]:
     rows = []
 
     def row(metric: str, verdict: str, b: Any = None, c: Any = None) -> None:
@@ -153,10 +162,11 @@ def _compare_entry(key: str, target: str, base: dict[str, Any], cur: dict[str, A
     if cur["occupancy"] != base["occupancy"]:
         row("occupancy", REGRESSION if cur["occupancy"] < base["occupancy"] else IMPROVED)
     grew = cur["vgpr"] - base["vgpr"]
-    if grew > vgpr_tolerance(base["vgpr"]):
+    allowed = tolerances.vgpr(base["vgpr"])
+    if grew > allowed:
         row("vgpr", REGRESSION)
     elif grew > 0:
-        row("vgpr", f"{CHANGED} (within +{vgpr_tolerance(base['vgpr']):g})")
+        row("vgpr", f"{CHANGED} (within +{allowed:g})")
     elif grew < 0:
         row("vgpr", IMPROVED)
     for field in ("agpr", "sgpr", "lds_bytes", "num_warps", "num_stages"):
@@ -181,13 +191,23 @@ def _compare_entry(key: str, target: str, base: dict[str, Any], cur: dict[str, A
 
 
 def compare(
-    baseline: dict[str, Any], current: dict[str, Any], *, skipped_sources: tuple[str, ...] = ()
+    baseline: dict[str, Any],
+    current: dict[str, Any],
+    *,
+    skipped_sources: tuple[str, ...] = (),
+    tolerances: IsaTolerances | None = None,
 ) -> Comparison:
     """Differences between two validated reports of one target.
 
     ``skipped_sources`` names entry sources the current run did not build on purpose (``native``
     under ``--skip-native``): their baseline entries are listed as not checked, not as missing.
+    ``tolerances`` default to ``[tool.perfgate.isa]`` of pyproject.toml.
     """
+    tolerances = default_tolerances() if tolerances is None else tolerances
+    if not isinstance(tolerances, IsaTolerances):
+        raise TypeError(
+            f"tolerances must be a perfgate.settings.IsaTolerances, got {type(tolerances).__name__}"
+        )
     validate(baseline, where="baseline")
     validate(current, where="current report")
     if baseline["target"] != current["target"]:
@@ -221,12 +241,14 @@ def compare(
         elif key not in base_entries:
             rows.append(Row(key, "entry", "absent", "present", NEW))
         else:
-            rows.extend(_compare_entry(key, target, base_entries[key], cur_entries[key]))
+            rows.extend(
+                _compare_entry(key, target, base_entries[key], cur_entries[key], tolerances)
+            )
     if any(r.verdict == NEW for r in rows):
         warnings.append(
             "entries without a baseline are not gated: regenerate the baseline to gate them"
         )
-    return Comparison(rows, warnings)
+    return Comparison(rows, warnings, tolerances)
 
 
 def render(comparison: Comparison, *, target: str, n_entries: int, console: Any) -> None:
@@ -250,6 +272,15 @@ def render(comparison: Comparison, *, target: str, n_entries: int, console: Any)
         console.print(table)
     n_reg, n_imp = len(comparison.regressions), len(comparison.improvements)
     verdict = "[bold red]FAIL[/]" if n_reg else "[bold green]PASS[/]"
+    if comparison.tolerances is not None:
+        console.print(
+            Text(
+                f"isa {target} gate settings: {comparison.tolerances.describe()} (VGPR growth "
+                "allowed: max(abs, rel x baseline)); any more spills or scratch, lower "
+                "occupancy or a lost wanted family fails",
+                style="dim",
+            )
+        )
     console.print(
         f"isa {target}: {verdict} - {n_entries} entries, {n_reg} regression(s), "
         f"{n_imp} improvement(s), {len(comparison.rows)} difference(s)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import subprocess
@@ -13,12 +14,13 @@ import pytest
 from rich.console import Console
 
 from perfgate import compare
+from perfgate.stats import Settings
 
 LB = "tests/perf/test_gemm.py::test_leaderboard[m64-n7168-k2048]"
 GRID = "tests/perf/test_gemm.py::test_grid[m1|n4096-k512]"  # a pipe: markdown must escape it
 RED = "tests/perf/test_reducer.py::test_reduce[s4]"
 # Settings for speed only: fewer bootstrap resamples do not change these clear-cut verdicts.
-FAST = {"n_resamples": 500}
+FAST = Settings(n_resamples=500)
 
 
 @pytest.fixture
@@ -37,11 +39,11 @@ def bench(gpu_like):
     return make
 
 
-def run(baseline, current, **kwargs):
+def run(baseline, current, settings=FAST, **kwargs):
     """compare_files with a captured console; returns (exit code, console text)."""
     out = io.StringIO()
     console = Console(file=out, width=250, color_system=None)
-    code = compare.compare_files(baseline, current, console=console, **FAST, **kwargs)
+    code = compare.compare_files(baseline, current, settings=settings, console=console, **kwargs)
     return code, out.getvalue()
 
 
@@ -249,7 +251,8 @@ def test_no_warning_when_fingerprints_match(write_result, bench, tmp_path):
 def test_json_report(write_result, bench, tmp_path):
     base = write_result("b.json", bench(0))
     cur = write_result("c.json", bench(100, grid=1.10))
-    code = run(base, cur, json_out=tmp_path / "o.json", min_effect=0.04, alpha=0.005)[0]
+    settings = dataclasses.replace(FAST, min_effect=0.04, alpha=0.005)
+    code = run(base, cur, settings, json_out=tmp_path / "o.json")[0]
     report = json.loads((tmp_path / "o.json").read_text())
     assert code == report["summary"]["exit_code"] == 1
     assert [b["name"] for b in report["benchmarks"]] == [GRID, LB, RED]  # severity, then name
@@ -302,6 +305,27 @@ def test_markdown_report(write_result, bench, tmp_path):
     assert lines.index(rows[-1]) > details > lines.index(rows[0])
 
 
+def test_every_report_echoes_every_setting(write_result, bench, tmp_path):
+    path = write_result("b.json", bench(0))
+    settings = dataclasses.replace(FAST, min_effect=0.07, seed=3, min_samples=12)
+    _, text = run(
+        path, path, settings, json_out=tmp_path / "o.json", markdown_out=tmp_path / "o.md"
+    )
+    used = {
+        "alpha": 0.01, "min_effect": 0.07, "noise_factor": 2.0, "min_samples": 12,
+        "n_resamples": 500, "seed": 3,
+    }  # fmt: skip
+    echoed = json.loads((tmp_path / "o.json").read_text())["summary"]["settings"]
+    assert {k: echoed[k] for k in used} == used
+    assert echoed["confidence"] == pytest.approx(0.98) and echoed["allow_missing"] is False
+    # The console caption may wrap: compare the words.
+    assert "settings: alpha=0.01, confidence=0.98, min_effect=0.07" in " ".join(text.split())
+    markdown = (tmp_path / "o.md").read_text()
+    assert "`n_resamples=500`, `seed=3`, `allow_missing=false`" in markdown
+    for key in used:
+        assert f"{key}=" in text and f"`{key}=" in markdown, key
+
+
 def test_unwritable_output_is_exit_2(write_result, bench, tmp_path, capsys):
     path = write_result("b.json", bench(0))
     blocker = tmp_path / "file"
@@ -313,8 +337,8 @@ def test_unwritable_output_is_exit_2(write_result, bench, tmp_path, capsys):
 
 def test_bad_settings_are_a_caller_error(write_result, bench):
     path = write_result("b.json", bench(0))
-    with pytest.raises(ValueError, match="alpha must be in"):
-        compare.compare_files(path, path, alpha=1.0)
+    with pytest.raises(TypeError, match=r"settings must be a perfgate\.stats\.Settings, got dict"):
+        compare.compare_files(path, path, settings={"alpha": 0.01})
 
 
 # --- the command line ----------------------------------------------------------------------------
@@ -363,6 +387,20 @@ def test_cli_bad_option_is_exit_2(write_result, bench, capsys, option, message):
     assert cli(["compare", str(path), str(path), *option]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err, err
+
+
+def test_cli_settings_come_from_pyproject_and_options_override_them(
+    write_result, bench, tmp_path, monkeypatch
+):
+    from perfgate import settings
+
+    seen = []
+    monkeypatch.setattr(compare, "compare_files", lambda *a, **k: seen.append(k["settings"]) or 0)
+    path = write_result("b.json", bench(0))
+    assert cli(["compare", str(path), str(path)]) == 0
+    assert cli(["compare", str(path), str(path), "--seed", "4", "--noise-factor", "3"]) == 0
+    assert seen[0] == settings.defaults().stats == Settings()
+    assert seen[1] == dataclasses.replace(Settings(), seed=4, noise_factor=3.0)
 
 
 def test_cli_missing_file_is_exit_2(tmp_path, capsys):

@@ -253,6 +253,55 @@ def test_baseline_claiming_more_vgprs_is_an_improvement(gfx950_report):
     assert _verdicts(baseline, gfx950_report) == [(DOT, "vgpr", gate.IMPROVED)]
 
 
+def test_vgpr_tolerance_comes_from_the_settings(gfx950_report):
+    from perfgate.settings import IsaTolerances, defaults
+
+    shipped = defaults().isa
+    assert gate.vgpr_tolerance(300) == max(
+        shipped.vgpr_tolerance_abs, shipped.vgpr_tolerance_rel * 300
+    )
+    baseline = copy.deepcopy(gfx950_report)
+    baseline["entries"][DOT]["vgpr"] -= 1  # one VGPR of growth: within the shipped tolerance
+    assert gate.compare(baseline, gfx950_report).regressions == []
+    strict = IsaTolerances(vgpr_tolerance_abs=0, vgpr_tolerance_rel=0.0)
+    comparison = gate.compare(baseline, gfx950_report, tolerances=strict)
+    assert [(r.metric, r.verdict) for r in comparison.rows] == [("vgpr", gate.REGRESSION)]
+    assert comparison.tolerances == strict
+    with pytest.raises(TypeError, match=r"tolerances must be a perfgate\.settings\.IsaTolerances"):
+        gate.compare(baseline, gfx950_report, tolerances={"vgpr_tolerance_abs": 0})
+
+
+def test_render_echoes_the_tolerances_it_used(gfx950_report):
+    from rich.console import Console
+
+    from perfgate.settings import IsaTolerances
+
+    tolerances = IsaTolerances(vgpr_tolerance_abs=6, vgpr_tolerance_rel=0.1)
+    comparison = gate.compare(gfx950_report, gfx950_report, tolerances=tolerances)
+    console = Console(width=300, record=True, file=io.StringIO())
+    gate.render(comparison, target="gfx950", n_entries=2, console=console)
+    assert "vgpr_tolerance_abs=6, vgpr_tolerance_rel=0.1" in console.export_text()
+
+
+def test_cli_bad_tolerance_is_exit_2_before_compiling():
+    result = _cli("--isa-vgpr-tolerance-rel", "2")
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert (
+        "--isa-vgpr-tolerance-rel: isa.vgpr_tolerance_rel must be a fraction in [0, 1), got 2.0"
+        in result.stderr
+    )
+
+
+def test_cli_tolerance_override_changes_the_verdict(tmp_path, gfx950_report):
+    gfx950_report["entries"][DOT]["vgpr"] -= 20  # fails at the shipped tolerance (CLI test above)
+    path = tmp_path / "gfx950.json"
+    path.write_text(json.dumps(gfx950_report))
+    result = _cli("--check", str(path), "--isa-vgpr-tolerance-abs", "20")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "vgpr_tolerance_abs=20" in result.stdout and "PASS" in result.stdout
+
+
 def test_baseline_claiming_no_spills_where_there_are_spills_fails(gfx950_report):
     current = _with_native(gfx950_report)  # the starved kernel really spills
     baseline = copy.deepcopy(current)

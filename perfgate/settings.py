@@ -1,0 +1,370 @@
+"""The gate's settings: the ``[tool.perfgate]`` table of the repository's ``pyproject.toml``.
+
+Every threshold of the timing gate, the default rounds per timing mode and the ISA gate's
+tolerances live in that table and nowhere else: this module holds the names, types and valid
+ranges of the keys, never their values. docs/perfgate-compare.md lists the keys.
+
+```toml
+[tool.perfgate]                  # the statistical gate (perfgate.stats.Settings)
+alpha = 0.01
+...
+[tool.perfgate.rounds]           # measured rounds per benchmark, per timing mode
+device = 200
+[tool.perfgate.isa]              # the static ISA gate (perfgate.isa.gate)
+vgpr_tolerance_abs = 4
+```
+
+A key has one name everywhere: in the table, as a Python attribute, in the ``settings`` block
+of the compare JSON, and on the command line as ``--`` plus the key with ``.`` and ``_`` written
+``-`` (``min_effect`` is ``--min-effect``, ``rounds.device`` is ``--rounds-device``,
+``isa.vgpr_tolerance_abs`` is ``--isa-vgpr-tolerance-abs``). A command-line value overrides the
+table for that run only and is checked by the same rules. Every key is required: the table is
+the only copy of the defaults, so a key missing from it is an error rather than a silent
+fallback.
+
+**Where the file is found:** ``pyproject.toml`` in the parent directory of the ``perfgate``
+package, i.e. the repository root of a checkout or an editable install (``pip install -e .``,
+which is how every nox session installs the suite). An installed wheel carries no
+``pyproject.toml``; there, loading without an explicit ``path`` raises :class:`SettingsError`
+(the commands exit 2 with that one line). Decision: the gate refuses to guess its thresholds;
+falling back to numbers frozen into the wheel would gate with values no reviewer sees in the
+repository. Library callers outside a checkout pass ``load(path=...)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import os
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10 (the perf extra installs tomli there)
+    import tomli as tomllib
+
+if TYPE_CHECKING:
+    from perfgate.stats import Settings
+
+PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
+TABLE = "tool.perfgate"
+
+# Option groups, by the commands that use them.
+STATS, ROUNDS, ISA = "stats", "rounds", "isa"
+
+
+class SettingsError(ValueError):
+    """A settings file or override that cannot be used; the message is one line naming the key."""
+
+
+@dataclass(frozen=True)
+class Key:
+    """One setting: its dotted name under ``[tool.perfgate]``, its type and its valid range."""
+
+    name: str
+    kind: type  # int or float (an int is accepted for a float key: ``noise_factor = 2``)
+    valid: Callable[[Any], bool]
+    expected: str  # completes "<name> must be ..."
+    meaning: str
+    group: str
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace(".", "-").replace("_", "-")
+
+    @property
+    def dest(self) -> str:
+        return "perfgate_" + self.name.replace(".", "_")
+
+    def check(self, value: Any, *, label: str | None = None) -> int | float:
+        """The value as ``kind``; TypeError / ValueError "``label`` must be ..., got ...".
+
+        The default label is the key's name, so that ``Settings(min_samples=2)`` says
+        ``min_samples must be >= 3, got 2``.
+        """
+        label = self.name if label is None else label
+        ok_type = (int,) if self.kind is int else (int, float)
+        if isinstance(value, bool) or not isinstance(value, ok_type):
+            what = "an int" if self.kind is int else "a number"
+            raise TypeError(f"{label} must be {what}, got {type(value).__name__}")
+        value = self.kind(value)
+        if not self.valid(value):  # NaN fails every comparison, so it lands here too
+            raise ValueError(f"{label} must be {self.expected}, got {value!r}")
+        return value
+
+
+KEYS: tuple[Key, ...] = (
+    Key(
+        "alpha",
+        float,
+        lambda v: 0 < v < 0.5,
+        "in (0, 0.5)",
+        "significance level of the one-sided rank test; the bootstrap CI is two-sided at "
+        "1 - 2 * alpha, so each bound is one-sided at 1 - alpha",
+        STATS,
+    ),
+    Key(
+        "min_effect",
+        float,
+        lambda v: 0 <= v < 1,
+        "a fraction in [0, 1), e.g. 0.03 for 3%",
+        "smallest change that counts, as a fraction (the floor of the threshold)",
+        STATS,
+    ),
+    Key(
+        "noise_factor",
+        float,
+        lambda v: 0 <= v < math.inf,
+        "finite and >= 0",
+        "threshold = max(min_effect, noise_factor x robust noise)",
+        STATS,
+    ),
+    Key(
+        "min_samples",
+        int,
+        lambda v: v >= 3,
+        ">= 3",
+        "fewer samples on either side is inconclusive",
+        STATS,
+    ),
+    Key(
+        "n_resamples",
+        int,
+        lambda v: v >= 100,
+        ">= 100",
+        "bootstrap resamples per benchmark",
+        STATS,
+    ),
+    Key("seed", int, lambda v: v >= 0, ">= 0", "seed of the bootstrap (verdicts repeat)", STATS),
+    Key(
+        "rounds.device",
+        int,
+        lambda v: v >= 2,
+        ">= 2",
+        "measured rounds per benchmark in device mode",
+        ROUNDS,
+    ),
+    Key(
+        "rounds.leaderboard",
+        int,
+        lambda v: v >= 2,
+        ">= 2",
+        "measured rounds per benchmark in leaderboard mode",
+        ROUNDS,
+    ),
+    Key(
+        "isa.vgpr_tolerance_abs",
+        int,
+        lambda v: v >= 0,
+        ">= 0",
+        "VGPR growth allowed per entry: max(this, vgpr_tolerance_rel x baseline)",
+        ISA,
+    ),
+    Key(
+        "isa.vgpr_tolerance_rel",
+        float,
+        lambda v: 0 <= v < 1,
+        "a fraction in [0, 1)",
+        "relative VGPR growth allowed per entry (see vgpr_tolerance_abs)",
+        ISA,
+    ),
+)
+KEYS_BY_NAME: Mapping[str, Key] = MappingProxyType({k.name: k for k in KEYS})
+_SECTIONS = frozenset(k.name.split(".")[0] for k in KEYS if "." in k.name)
+# The timing modes that have a rounds key; a test holds them equal to perfgate's modes.
+_ROUND_MODES = tuple(k.name.split(".", 1)[1] for k in KEYS if k.group == ROUNDS)
+
+
+def key(name: str) -> Key:
+    try:
+        return KEYS_BY_NAME[name]
+    except KeyError:
+        raise KeyError(
+            f"unknown perfgate setting {name!r}; known: {', '.join(KEYS_BY_NAME)}"
+        ) from None
+
+
+@dataclass(frozen=True)
+class IsaTolerances:
+    """How much an ISA entry may grow before the gate calls it a regression."""
+
+    vgpr_tolerance_abs: int
+    vgpr_tolerance_rel: float
+
+    def __post_init__(self) -> None:
+        for name in ("vgpr_tolerance_abs", "vgpr_tolerance_rel"):
+            key(f"isa.{name}").check(getattr(self, name), label=name)
+
+    def vgpr(self, baseline_vgpr: int) -> float:
+        """VGPRs an entry with ``baseline_vgpr`` may grow by and still pass."""
+        return max(self.vgpr_tolerance_abs, self.vgpr_tolerance_rel * baseline_vgpr)
+
+    def describe(self) -> str:
+        return (
+            f"vgpr_tolerance_abs={self.vgpr_tolerance_abs:g}, "
+            f"vgpr_tolerance_rel={self.vgpr_tolerance_rel:g}"
+        )
+
+
+@dataclass(frozen=True)
+class GateSettings:
+    """Everything in ``[tool.perfgate]``, checked, with any overrides applied."""
+
+    stats: Settings
+    rounds: Mapping[str, int]  # timing mode -> measured rounds per benchmark
+    isa: IsaTolerances
+    source: str  # the file read, and the overridden keys, for messages
+
+    def values(self) -> dict[str, int | float]:
+        """Every key by its dotted name: the flat view that reports echo."""
+        out: dict[str, int | float] = {
+            k.name: getattr(self.stats, k.name) for k in KEYS if k.group == STATS
+        }
+        out.update({f"rounds.{mode}": n for mode, n in self.rounds.items()})
+        out["isa.vgpr_tolerance_abs"] = self.isa.vgpr_tolerance_abs
+        out["isa.vgpr_tolerance_rel"] = self.isa.vgpr_tolerance_rel
+        return out
+
+
+def load(
+    path: str | os.PathLike[str] | None = None, *, overrides: Mapping[str, Any] | None = None
+) -> GateSettings:
+    """Read ``[tool.perfgate]`` from ``path`` (default: the repository's pyproject.toml).
+
+    ``overrides`` maps key names to values (command-line overrides; their errors name the
+    option, e.g. ``--min-effect``). Raises :class:`SettingsError` with a one-line message.
+    """
+    path = Path(PYPROJECT if path is None else path)
+    values = _read_table(path)
+    where = f"{path}: [{TABLE}]"
+    checked: dict[str, int | float] = {}
+    for k in KEYS:
+        if k.name not in values:
+            raise SettingsError(
+                f"{where} lacks {k.name} ({k.kind.__name__}, {k.expected}): {k.meaning}"
+            )
+        checked[k.name] = _check(k, values[k.name], f"{where} {k.name}")
+    overridden = []
+    for name, value in (overrides or {}).items():
+        if name not in KEYS_BY_NAME:
+            raise SettingsError(f"unknown setting {name!r}; known: {', '.join(KEYS_BY_NAME)}")
+        k = KEYS_BY_NAME[name]
+        checked[name] = _check(k, value, f"{k.flag}: {k.name}")
+        overridden.append(k.flag)
+    source = str(path) + (f" with {' '.join(overridden)}" if overridden else "")
+    return _build(checked, source)
+
+
+@functools.cache
+def defaults() -> GateSettings:
+    """The repository's settings, read once per process (what ``Settings()`` starts from)."""
+    return load()
+
+
+def add_options(parser: argparse.ArgumentParser, *groups: str) -> None:
+    """Add ``--<key>`` for every key of ``groups`` (STATS, ROUNDS, ISA); unset means the table's."""
+    group = parser.add_argument_group(
+        "gate settings", f"override [{TABLE}] of pyproject.toml for this run"
+    )
+    for k in KEYS:
+        if k.group not in groups:
+            continue
+        names = [k.flag]
+        if k.name == "n_resamples":
+            names.append("--resamples")  # the option's name before [tool.perfgate] existed
+        group.add_argument(
+            *names,
+            dest=k.dest,
+            type=k.kind,
+            default=None,
+            metavar="N" if k.kind is int else "X",
+            help=f"{k.meaning} ({k.expected})",
+        )
+
+
+def overrides_from(args: argparse.Namespace) -> dict[str, int | float]:
+    """The keys given on the command line (options added by :func:`add_options`)."""
+    return {k.name: getattr(args, k.dest) for k in KEYS if getattr(args, k.dest, None) is not None}
+
+
+def from_args(args: argparse.Namespace) -> GateSettings:
+    """The repository's settings with the command line's overrides applied."""
+    return load(overrides=overrides_from(args))
+
+
+def stats_field(name: str, value: Any) -> int | float:
+    """Check one :class:`perfgate.stats.Settings` field (TypeError / ValueError)."""
+    return key(name).check(value)
+
+
+def stats_default(name: str) -> int | float:
+    """The table's value of one stats key: the default of that ``Settings`` field."""
+    return getattr(defaults().stats, name)
+
+
+def describe(settings: Settings) -> str:
+    """``alpha=0.01, min_effect=0.03, ...``: one line for reports."""
+    return ", ".join(f"{k.name}={getattr(settings, k.name):g}" for k in KEYS if k.group == STATS)
+
+
+# -- internals -----------------------------------------------------------------------------------
+def _read_table(path: Path) -> dict[str, Any]:
+    """``[tool.perfgate]`` flattened to dotted keys; unknown keys and sections are errors."""
+    try:
+        with path.open("rb") as f:
+            doc = tomllib.load(f)
+    except FileNotFoundError:
+        raise SettingsError(
+            f"{path}: not found; perfgate reads its gate settings from [{TABLE}] in the "
+            "repository's pyproject.toml (an installed wheel has none: install the checkout "
+            "with pip install -e .)"
+        ) from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: not valid TOML ({' '.join(str(exc).split())})") from None
+    table = doc.get("tool", {}).get("perfgate")
+    if not isinstance(table, dict):
+        raise SettingsError(f"{path}: no [{TABLE}] table (the gate's settings)")
+    flat: dict[str, Any] = {}
+    for name, value in table.items():
+        if name in _SECTIONS:
+            if not isinstance(value, dict):
+                raise SettingsError(f"{path}: [{TABLE}] {name} must be a table ([{TABLE}.{name}])")
+            flat.update({f"{name}.{sub}": v for sub, v in value.items()})
+        else:
+            flat[name] = value
+    unknown = [name for name in flat if name not in KEYS_BY_NAME]
+    if unknown:
+        raise SettingsError(
+            f"{path}: [{TABLE}] has unknown key {unknown[0]}; known: {', '.join(KEYS_BY_NAME)}"
+        )
+    return flat
+
+
+def _check(k: Key, value: Any, label: str) -> int | float:
+    try:
+        return k.check(value, label=label)
+    except (TypeError, ValueError) as exc:
+        raise SettingsError(str(exc)) from None
+
+
+def _build(values: Mapping[str, int | float], source: str) -> GateSettings:
+    from perfgate.stats import Settings
+
+    stats = Settings(**{k.name: values[k.name] for k in KEYS if k.group == STATS})
+    return GateSettings(
+        stats=stats,
+        rounds=MappingProxyType({mode: int(values[f"rounds.{mode}"]) for mode in _ROUND_MODES}),
+        isa=IsaTolerances(
+            vgpr_tolerance_abs=int(values["isa.vgpr_tolerance_abs"]),
+            vgpr_tolerance_rel=float(values["isa.vgpr_tolerance_rel"]),
+        ),
+        source=source,
+    )
