@@ -6,6 +6,7 @@ import argparse
 import dataclasses
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -401,6 +402,26 @@ def test_cli_settings_come_from_pyproject_and_options_override_them(
     assert cli(["compare", str(path), str(path), "--seed", "4", "--noise-factor", "3"]) == 0
     assert seen[0] == settings.defaults().stats == Settings()
     assert seen[1] == dataclasses.replace(Settings(), seed=4, noise_factor=3.0)
+
+
+def test_a_command_module_that_fails_to_import_is_an_error_naming_it(tmp_path, monkeypatch, capsys):
+    from perfgate import __main__ as entry
+
+    (tmp_path / "broken_command.py").write_text("import no_such_dependency_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name, cause in [
+        ("broken_command", "No module named 'no_such_dependency_xyz'"),
+        ("perfgate.no_such_command", "No module named 'perfgate.no_such_command'"),
+    ]:
+        monkeypatch.setattr(entry, "_COMMAND_MODULES", ("perfgate.compare", name))
+        with pytest.raises(entry.CommandImportError, match=re.escape(name)):
+            entry.build_parser()
+        assert entry.main(["compare", "--help"]) == 2
+        err = capsys.readouterr().err
+        assert err == (
+            f"perfgate: error: command module {name} failed to import "
+            f"(ModuleNotFoundError: {cause})\n"
+        )
 
 
 def test_cli_missing_file_is_exit_2(tmp_path, capsys):

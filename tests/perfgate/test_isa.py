@@ -1,5 +1,5 @@
 """The static ISA gate: parsers on real compiler output, the gate's verdicts on edited baselines,
-the CLI's exit codes, and (once the kernel exists) the scaled-MFMA content of the real GEMM.
+the CLI's exit codes, and the scaled-MFMA content of the real GEMM.
 
 Compiles run in a subprocess: tests/conftest.py sets TRITON_INTERPRET=1 in this process, and an
 interpreted @triton.jit function cannot be compiled.
@@ -485,8 +485,6 @@ def test_committed_baselines_are_valid():
 
 @pytest.mark.slow
 def test_real_gemm_gfx950_has_scaled_mfma_and_fp4_convert():
-    if importlib.util.find_spec("kernels.gemm") is None:
-        pytest.skip("kernels.gemm is not written yet")
     code = (
         "import json; from perfgate.isa import collect; "
         "specs = collect.load_specs('kernels.gemm', 'gfx950'); "
