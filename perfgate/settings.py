@@ -284,7 +284,8 @@ def add_options(parser: argparse.ArgumentParser, *groups: str) -> None:
             type=k.kind,
             default=None,
             metavar="N" if k.kind is int else "X",
-            help=f"{k.meaning} ({k.expected})",
+            # argparse %-formats help strings: "3%" would break --help
+            help=f"{k.meaning} ({k.expected})".replace("%", "%%"),
         )
 
 

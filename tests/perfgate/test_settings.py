@@ -176,6 +176,22 @@ def test_every_command_takes_its_keys_as_options():
                 parser.parse_args([command, *positional, settings.key(name).flag, "7"])
 
 
+@pytest.mark.parametrize(
+    ("command", "flag"),
+    [
+        ("compare", "--min-effect"),
+        ("bench", "--rounds-device"),
+        ("isa", "--isa-vgpr-tolerance-rel"),
+    ],
+)
+def test_help_lists_the_options(capsys, command, flag):
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args([command, "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert flag in out and "gate settings" in out
+
+
 def test_no_option_means_no_override():
     args = build_parser().parse_args(["compare", "b.json", "c.json"])
     assert settings.overrides_from(args) == {}
