@@ -32,7 +32,6 @@ SUITES = MODE_NAMES  # the timing modes (perfgate.modes); "suite" is their old n
 DEFAULT_MARKERS = "bench and not slow"
 DEFAULT_RESULTS = Path(".perfgate/results")
 DEFAULT_BASELINES = REPO / "perf_baselines"
-ISA_TARGETS = ("gfx950", "sm90")
 # pytest exit codes (pytest.ExitCode), written out so that this module needs no pytest import
 PYTEST_OK, PYTEST_FAILED, PYTEST_NO_TESTS = 0, 1, 5
 
@@ -60,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     update.add_argument(
         "--isa",
         action="store_true",
-        help="rewrite perf_baselines/isa/<target>.json (gfx950, sm90) with `perfgate isa` instead",
+        help="rewrite perf_baselines/isa/<target>.json for every target with `perfgate isa` instead",
     )
     update.add_argument(
         "--allow-drop",
@@ -373,8 +372,10 @@ def _update_suite(suite: str, args: argparse.Namespace, stats=None) -> int:
 
 
 def _update_isa(args: argparse.Namespace) -> int:
+    from perfgate.isa.collect import TARGETS
+
     rc = 0
-    for target in ISA_TARGETS:
+    for target in TARGETS:
         out = Path(args.baselines_dir) / "isa" / f"{target}.json"
         cmd = [sys.executable, "-m", "perfgate", "isa", "--target", target, "--json", str(out)]
         print(f"perfgate update-baselines --isa: {' '.join(cmd[1:])}", flush=True)

@@ -15,16 +15,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-_TARGETS = ("gfx950", "sm90")
-
 
 def register(subparsers: Any) -> None:
+    from perfgate.isa.collect import TARGETS
+
     parser = subparsers.add_parser(
         "isa",
-        help="static ISA gate: compile every shipped config for gfx950 or sm90 and compare",
+        help="static ISA gate: compile every shipped config for one target and compare",
         description=__doc__.splitlines()[0],
     )
-    parser.add_argument("--target", required=True, choices=_TARGETS)
+    parser.add_argument("--target", required=True, choices=TARGETS)
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the current report here")
     parser.add_argument("--check", type=Path, metavar="BASELINE", help="compare with this baseline")
     parser.add_argument(
@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--skip-native",
         action="store_true",
-        help="do not compile the native HIP reducer (gfx950); its baseline entries go unchecked",
+        help="do not compile the native HIP reducer; its baseline entries go unchecked",
     )
     parser.add_argument(
         "--providers",

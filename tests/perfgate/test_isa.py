@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from kernels.targets import get_target
 from perfgate.isa import collect, gate, metrics
 
 DATA = Path(__file__).parent / "data" / "isa"
@@ -163,7 +164,7 @@ def test_parse_res_usage_and_sass():
     ],
 )
 def test_gfx950_occupancy(compiler, lds, waves, expected):
-    assert metrics.gfx950_occupancy(compiler, lds, waves) == expected
+    assert metrics.amd_occupancy(get_target("gfx950"), compiler, lds, waves) == expected
 
 
 @pytest.mark.parametrize(
@@ -179,14 +180,14 @@ def test_gfx950_occupancy(compiler, lds, waves, expected):
     ],
 )
 def test_sm90_occupancy(regs, smem, warps, expected):
-    assert metrics.sm90_occupancy(regs, smem, warps) == expected
+    assert metrics.nvidia_occupancy(get_target("sm90"), regs, smem, warps) == expected
 
 
 def test_occupancy_rejects_bad_arguments():
     with pytest.raises(ValueError, match="waves_per_workgroup"):
-        metrics.gfx950_occupancy(8, 0, 0)
+        metrics.amd_occupancy(get_target("gfx950"), 8, 0, 0)
     with pytest.raises(ValueError, match="warps_per_block"):
-        metrics.sm90_occupancy(32, 0, 0)
+        metrics.nvidia_occupancy(get_target("sm90"), 32, 0, 0)
 
 
 # ---------------------------------------------------------------- compiled samples
