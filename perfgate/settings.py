@@ -49,6 +49,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10 (the perf extra installs tomli there)
     import tomli as tomllib
 
+from perfgate.modes import MODE_NAMES
+
 if TYPE_CHECKING:
     from perfgate.stats import Settings
 
@@ -142,21 +144,16 @@ KEYS: tuple[Key, ...] = (
         STATS,
     ),
     Key("seed", int, lambda v: v >= 0, ">= 0", "seed of the bootstrap (verdicts repeat)", STATS),
-    Key(
-        "rounds.device",
-        int,
-        lambda v: v >= 2,
-        ">= 2",
-        "measured rounds per benchmark in device mode",
-        ROUNDS,
-    ),
-    Key(
-        "rounds.leaderboard",
-        int,
-        lambda v: v >= 2,
-        ">= 2",
-        "measured rounds per benchmark in leaderboard mode",
-        ROUNDS,
+    *(
+        Key(
+            f"rounds.{mode}",
+            int,
+            lambda v: v >= 2,
+            ">= 2",
+            f"measured rounds per benchmark in {mode} mode",
+            ROUNDS,
+        )
+        for mode in MODE_NAMES
     ),
     Key(
         "isa.vgpr_tolerance_abs",
@@ -177,7 +174,7 @@ KEYS: tuple[Key, ...] = (
 )
 KEYS_BY_NAME: Mapping[str, Key] = MappingProxyType({k.name: k for k in KEYS})
 _SECTIONS = frozenset(k.name.split(".")[0] for k in KEYS if "." in k.name)
-# The timing modes that have a rounds key; a test holds them equal to perfgate's modes.
+# Every timing mode has a rounds key (derived above from perfgate.modes).
 _ROUND_MODES = tuple(k.name.split(".", 1)[1] for k in KEYS if k.group == ROUNDS)
 
 
