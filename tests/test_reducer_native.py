@@ -1,5 +1,6 @@
 """The native split-K reducer (kernels/reducer/): compile checks on CPU, build key and lock
-logic, and (marked ``gpu``) bit-exactness of the prebuilt library on the GPU.
+logic, bit-exactness of its host build (the same kernels and launcher run on the CPU, see
+kernels/reducer/host.py) and (marked ``gpu``) bit-exactness of the prebuilt library on the GPU.
 
 On the GPU the native tests need ``python -m kernels.reducer.build`` (``nox -s build``) first;
 without a build they skip, unless ``MXFP4_REQUIRE_NATIVE_REDUCER=1``, which makes them fail.
@@ -19,13 +20,17 @@ from pathlib import Path
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kernels import splitk
-from kernels.reducer import build, native
-from kernels.reducer.cache import read_manifest, sources_digest
+from kernels.reducer import build, host, native
+from kernels.reducer.cache import SOURCE_FILES, read_manifest, sources_digest
 from kernels.reducer.cases import bf16_mismatch, boundary_partials
 
 ROOT = Path(__file__).resolve().parents[1]
+# The Triton twin warns about the Inf/NaN the boundary cases are made of; that is their point.
+pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 KERNELS = {  # every kernel the source defines, by the name both compilers mangle it to
     "reduce_scalar",
     *(f"reduce_vec4ILi{s}E" for s in (0, 2, 3, 4, 7, 8, 16)),
@@ -160,10 +165,14 @@ def test_build_key_changes_exactly_with_its_inputs():
 
 
 def test_sources_digest_follows_every_source(tmp_path):
-    for name in ("splitk_reduce.cu", "compat.h", "bare_amdgcn.h"):
+    # Every file next to the source that a compiler may include is in the digest.
+    assert set(SOURCE_FILES) == {
+        p.name for p in build.SOURCE_DIR.iterdir() if p.suffix in (".cu", ".h", ".hip")
+    }
+    for name in SOURCE_FILES:
         shutil.copy(build.SOURCE_DIR / name, tmp_path / name)
     assert sources_digest(tmp_path) == sources_digest()
-    for name in ("splitk_reduce.cu", "compat.h", "bare_amdgcn.h"):
+    for name in SOURCE_FILES:
         original = (tmp_path / name).read_bytes()
         (tmp_path / name).write_bytes(original + b"\n")
         assert sources_digest(tmp_path) != sources_digest(), name
@@ -291,6 +300,126 @@ def test_loader_refuses_missing_wrong_arch_and_stale_builds(tmp_path, monkeypatc
 def test_build_cli_reports_errors_with_exit_1(capsys):
     assert build.main(["--arch", "volta"]) == 1
     assert "error: unknown architecture 'volta'" in capsys.readouterr().err
+
+
+# ---- the same source built for the host (CPU) ------------------------------------------------------
+# These run the native reducer's kernels and C launcher one emulated thread at a time, so a wrong
+# rounding, a wrong split order or a broken specialisation fails here without a GPU.
+
+
+@pytest.fixture(scope="module")
+def host_reducer(tmp_path_factory):
+    # No skip: the test venv always has a compiler (ziglang, the `isa` extra), and a silent skip
+    # would hide exactly the bugs this section exists for.
+    return host.load_host(tmp_path_factory.mktemp("host-reducer"))
+
+
+def _host_reduce(reducer, partials: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    s, m, n = partials.shape
+    ldo = out.stride(0) if m > 1 else n
+    reducer(partials.data_ptr(), out.data_ptr(), s, m, n, ldo, 0)
+    return out
+
+
+def _twin_bits(partials: torch.Tensor) -> torch.Tensor:
+    twin = torch.empty(partials.shape[1:], dtype=torch.bfloat16)
+    splitk.reduce_partials(partials, twin, backend="triton")
+    return twin.view(torch.int16)
+
+
+# Every specialised S, the generic loop on both sides of them (1, 5, 6, 9..13, 15) and past the
+# largest (17, 33); S == 1 is "no addition at all", where -0 and NaN bits must pass unchanged.
+HOST_SPLITS = sorted({*range(1, 18), 33, *native.SPECIALISED_SPLITS})
+
+
+@pytest.mark.parametrize("s", HOST_SPLITS)
+@pytest.mark.parametrize(
+    "m, n",
+    [
+        (5, 9),  # odd M*N: scalar path; every boundary case fits
+        (7, 64),  # N % 4 == 0: 16-byte path, specialised or generic kernel by S
+        (2, 6),  # N % 4 != 0 but M*N % 4 == 0, contiguous out: 16-byte path over the flat array
+        (3, 700),  # more than one 256-thread block, a ragged last block
+    ],
+)
+def test_host_build_bitexact(host_reducer, s, m, n):
+    partials = boundary_partials(s, m, n, seed=s * 7 + m)
+    out = _host_reduce(host_reducer, partials, torch.empty(m, n, dtype=torch.bfloat16))
+    assert bf16_mismatch(out, splitk.reduce_partials_reference(partials)) is None
+
+
+@pytest.mark.parametrize("s", [1, 2, 3, 5, 14, 16, 17])
+@pytest.mark.parametrize("m, n", [(5, 9), (7, 64)])
+def test_host_build_equals_triton_twin_in_every_bit(host_reducer, s, m, n):
+    # NaN included: both write the same quiet NaN (sign kept), which the torch reference does not.
+    partials = boundary_partials(s, m, n, seed=s)
+    out = _host_reduce(host_reducer, partials, torch.empty(m, n, dtype=torch.bfloat16))
+    assert torch.equal(out.view(torch.int16), _twin_bits(partials))
+
+
+@pytest.mark.parametrize("s", [1, 2, 5, 7, 16])
+@pytest.mark.parametrize(
+    "pad, offset",
+    [
+        (4, 0),  # row stride N + 4, still whole 8-byte vectors: 16-byte path with row mapping
+        (1, 0),  # row stride N + 1: scalar path with row mapping
+        (0, 1),  # partials 4 bytes past 16-byte alignment: scalar path
+    ],
+)
+def test_host_build_strided_and_misaligned(host_reducer, s, pad, offset):
+    m, n = 9, 132
+    partials = torch.empty(s * m * n + offset)[offset:].view(s, m, n)
+    partials.copy_(boundary_partials(s, m, n, seed=pad + offset))
+    out_buf = torch.full((m, n + pad), 7.0, dtype=torch.bfloat16)
+    out = _host_reduce(host_reducer, partials, out_buf[:, :n])
+    assert bf16_mismatch(out, splitk.reduce_partials_reference(partials)) is None
+    assert torch.equal(out_buf[:, n:], torch.full((m, pad), 7.0, dtype=torch.bfloat16))
+
+
+@given(
+    s=st.sampled_from(HOST_SPLITS),
+    bits=st.lists(st.integers(0, 2**32 - 1), min_size=4, max_size=4 * 33 * 8),
+)
+def test_host_build_bitexact_on_arbitrary_fp32_bits(host_reducer, s, bits):
+    # Arbitrary bit patterns reach every exponent, subnormals, NaN payloads and both infinities.
+    n = 4 * max(1, len(bits) // (4 * s))
+    words = torch.tensor((bits * s)[: s * n], dtype=torch.int64).to(torch.int32)
+    partials = words.view(torch.float32).reshape(s, 1, n).contiguous()
+    out = _host_reduce(host_reducer, partials, torch.empty(1, n, dtype=torch.bfloat16))
+    assert bf16_mismatch(out, splitk.reduce_partials_reference(partials)) is None
+
+
+def test_host_build_argument_checks(host_reducer):
+    # The C launcher's own checks, in the same library code the GPU build runs.
+    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
+        host_reducer(0, 0, 0, 1, 1, 1, 0)  # S = 0
+    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
+        host_reducer(0, 0, 2, 3, 4, 3, 0)  # row stride < N
+    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
+        host_reducer(0, 0, 2, 1 << 16, 1 << 15, 1 << 15, 0)  # M * N = 2**31
+    with pytest.raises(RuntimeError, match=r"code -2\): null pointer"):
+        host_reducer(0, 0, 2, 1, 1, 1, 0)
+    host_reducer(0, 0, 2, 0, 5, 5, 0)  # M = 0: nothing to do, nothing launched
+
+
+def test_host_build_compiles_the_one_source():
+    cmd = host.host_command(Path("/x/lib.so"), ["c++"])
+    assert cmd[cmd.index("-x") + 1 :] == ["c++", str(build.SOURCE), "-o", "/x/lib.so"]
+    assert "-DMXFP4_HOST_GRID" in cmd and "-ffp-contract=off" in cmd
+
+
+def test_host_compiler_missing_names_what_to_install(monkeypatch):
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setattr(host.shutil, "which", lambda name: None)
+    monkeypatch.setattr(host.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(host.HostBuildError, match=r"set CXX.*ziglang"):
+        host.host_compiler()
+
+
+def test_host_build_failure_shows_the_compiler_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("CXX", f"{sys.executable} -c 'import sys; sys.exit(\"boom\")'")
+    with pytest.raises(host.HostBuildError, match=r"host build failed.*boom"):
+        host.build_host(tmp_path)
 
 
 # ---- the native reducer on the GPU ---------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 
 SOURCE_DIR = Path(__file__).resolve().parent
 # Every file the compilers read; a change in any of them changes the digest (and the key).
-SOURCE_FILES = ("splitk_reduce.cu", "compat.h", "bare_amdgcn.h")
+SOURCE_FILES = ("splitk_reduce.cu", "compat.h", "bare_amdgcn.h", "host_grid.h")
 LIBRARY_NAME = "libmxfp4_splitk.so"
 MANIFEST_SCHEMA = 1
 

@@ -4,7 +4,8 @@
 // The sum runs in fp32 in split order 0..S-1 (left to right, no FMA, no reassociation), so it is
 // bit-identical to the torch reference and to the Triton twin (kernels/_reduce_kernel.py).
 //
-// One source for nvcc (sm_90) and hipcc (gfx950); compat.h holds every vendor difference.
+// One source for nvcc (sm_90), hipcc (gfx950) and a host C++ compiler (the CPU tests run these
+// very kernels and launcher one emulated thread at a time); compat.h holds every difference.
 // Paths (chosen by the host launcher below):
 //   vec4   : each thread loads 16 bytes (4 floats) from each of the S planes and stores 8 bytes
 //            (4 bf16). Needs every plane 16-byte aligned (M*N % 4 == 0, partials 16-byte
@@ -112,7 +113,7 @@ void launch_vec4(const float* p, unsigned short* out, int s, unsigned mn, unsign
                  unsigned ldo, bool contiguous, mx_stream_t stream) {
   const unsigned vectors = mn / 4u;
   const unsigned blocks = (vectors + kThreads - 1) / kThreads;
-  reduce_vec4<kS><<<blocks, kThreads, 0, stream>>>(p, out, s, mn, n, ldo, contiguous);
+  mx_launch(reduce_vec4<kS>, blocks, kThreads, stream, p, out, s, mn, n, ldo, contiguous);
 }
 
 }  // namespace
@@ -156,9 +157,8 @@ int mxfp4_splitk_reduce(const float* partials, unsigned short* out, int s, long 
     }
   } else {
     const unsigned blocks = (mn + kThreads - 1) / kThreads;
-    reduce_scalar<<<blocks, kThreads, 0, stream>>>(partials, out, s, mn,
-                                                   static_cast<unsigned>(n),
-                                                   static_cast<unsigned>(ldo));
+    mx_launch(reduce_scalar, blocks, kThreads, stream, partials, out, s, mn,
+              static_cast<unsigned>(n), static_cast<unsigned>(ldo));
   }
   const mx_error_t err = mx_last_error();
   return err == mx_success ? 0 : static_cast<int>(err);
