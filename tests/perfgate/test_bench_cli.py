@@ -12,6 +12,7 @@ import pytest
 from perfgate import bench
 from perfgate.__main__ import build_parser, main
 from perfgate.baseline import load, write_atomic
+from perfgate.isa import collect
 
 NAMES = [
     "tests/perf/test_leaderboard.py::test_leaderboard[m4-n2880-k512]",
@@ -204,7 +205,7 @@ def test_update_isa_delegates_to_the_isa_gate(monkeypatch, tmp_path):
     assert main(["update-baselines", "--isa", "--baselines-dir", str(tmp_path)]) == 0
     assert seen == [
         ["-m", "perfgate", "isa", "--target", t, "--json", str(tmp_path / "isa" / f"{t}.json")]
-        for t in ("gfx950", "sm90")
+        for t in collect.TARGETS  # every statically compilable target of the registry
     ]
 
 
