@@ -13,8 +13,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernels.gemm_config import GemmConfig
 from kernels.gemm import custom_kernel, gemm_a16wfp4
+from kernels.gemm_config import GemmConfig
 from kernels.layout import SCALE_PAD, padded_scale_shape, shuffle_scales
 from kernels.mxfp4 import dequantize_mxfp4, quantize_mxfp4
 from kernels.reference import (
