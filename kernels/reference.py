@@ -1,9 +1,10 @@
 """Task-faithful inputs, the reference GEMM, and the leaderboard's pass rule.
 
 ``reference_gemm`` is the suite's single source of truth for the GEMM: it quantizes A with the
-oracle (:mod:`kernels.mxfp4`), dequantizes both operands exactly, multiplies and accumulates in
-float64, and rounds once to bf16 (round-to-nearest-even from float64, not through fp32, so the
-only error is the float64 accumulation: relative 2**-53 per add, far below half a bf16 ulp).
+oracle (:mod:`kernels.mxfp4`), dequantizes both operands to fp32 values (see
+:func:`fp32_operand`), multiplies and accumulates in float64, and rounds once to bf16
+(round-to-nearest-even from float64, not through fp32, so the only error is the float64
+accumulation: relative 2**-53 per add, far below half a bf16 ulp).
 """
 
 from __future__ import annotations
@@ -94,20 +95,42 @@ def round_to_bf16(x: torch.Tensor) -> torch.Tensor:
     return bits.view(torch.float32).to(torch.bfloat16)
 
 
+def fp32_operand(x: torch.Tensor) -> torch.Tensor:
+    """Dequantized float64 operand values as an fp32 GEMM sees them: unchanged, except that a
+    value of magnitude 2**128 or more (E8M0 byte 253 with code 4 or 6: a block holding +-inf, or
+    whose amax rounds up to 2**128, i.e. |x| >= 0x7F600000 ~ 2.98e38) becomes +-inf.
+
+    Every MXFP4 value with a smaller magnitude is exactly representable in fp32 (subnormals
+    included: the smallest is 0.5 * 2**-127), so this cast rounds nothing else. It is the
+    semantics of ``tl.dot_scaled``, which upcasts each operand by its scale before the product
+    (the interpreter in fp32, Hopper's emulation in bf16): 6 * 2**126 times any weight is then
+    +-inf, or NaN against a zero weight, never the finite 2.55e38 * b an fp64 product would give.
+    """
+    return x.to(torch.float32).to(torch.float64)
+
+
 def dequantized_weight(b_shuffle: torch.Tensor, b_scale_sh: torch.Tensor, k: int) -> torch.Tensor:
-    """The exact float64 (N, K) weight that the shuffled operands encode."""
+    """The float64 (N, K) weight that the shuffled operands encode, as fp32 values
+    (:func:`fp32_operand`)."""
     n = b_shuffle.shape[0]
     b_q = unshuffle_weight(as_uint8(b_shuffle, "B_shuffle"))
     b_scale = unshuffle_scales(as_uint8(b_scale_sh, "B_scale_sh"), n, k)
-    return dequantize_mxfp4(b_q, b_scale, torch.float64)
+    return fp32_operand(dequantize_mxfp4(b_q, b_scale, torch.float64))
 
 
 def reference_gemm(
     a: torch.Tensor, b_shuffle: torch.Tensor, b_scale_sh: torch.Tensor
 ) -> torch.Tensor:
-    """bf16 (M, N) = quantize(A) @ B^T with float64 accumulation and one rounding to bf16."""
+    """bf16 (M, N) = quantize(A) @ B^T: operands as fp32 values (:func:`fp32_operand`: +-inf in A
+    gives +-inf, or NaN where it meets a zero weight or an opposite inf), float64 products and
+    accumulation, one rounding to bf16."""
     if not isinstance(a, torch.Tensor) or a.dtype != torch.bfloat16 or a.dim() != 2:
-        raise TypeError(f"A must be a 2-D bfloat16 tensor, got {getattr(a, 'dtype', type(a))}")
+        got = (
+            f"{a.dim()}-D {a.dtype} of shape {tuple(a.shape)}"
+            if isinstance(a, torch.Tensor)
+            else type(a).__name__
+        )
+        raise TypeError(f"A must be a 2-D bfloat16 tensor (M, K), got {got}")
     k = a.shape[1]
     if b_shuffle.dim() != 2 or b_shuffle.shape[1] * 2 != k:
         raise ValueError(
@@ -115,7 +138,7 @@ def reference_gemm(
             f"got {tuple(b_shuffle.shape)}"
         )
     a_q, a_scale = quantize_mxfp4(a)
-    a64 = dequantize_mxfp4(a_q, a_scale, torch.float64)
+    a64 = fp32_operand(dequantize_mxfp4(a_q, a_scale, torch.float64))
     b64 = dequantized_weight(b_shuffle, b_scale_sh, k)
     return round_to_bf16(a64 @ b64.T)
 

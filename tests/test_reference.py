@@ -13,6 +13,7 @@ from kernels.layout import shuffle_scales, shuffle_weight, unshuffle_scales, uns
 from kernels.mxfp4 import quantize_mxfp4
 from kernels.reference import (
     check_leaderboard,
+    fp32_operand,
     generate_input,
     lossless_input,
     reference_gemm,
@@ -151,3 +152,125 @@ def test_check_leaderboard_nonfinite_must_match(out, ref, passed):
 def test_bad_input_is_named(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_reference_names_the_rank_of_a():
+    with pytest.raises(TypeError, match=r"2-D bfloat16 tensor \(M, K\), got 3-D torch.bfloat16"):
+        reference_gemm(torch.zeros(1, 2, 64, dtype=torch.bfloat16), None, None)
+
+
+# ---- +-inf and values whose block scale reaches 2**126 ------------------------------------------
+# Decision (README, "What right means"): operands are fp32 values, as tl.dot_scaled upcasts them;
+# a dequantized magnitude >= 2**128 is +-inf, so +-inf in A gives +-inf outputs (NaN against a zero
+# weight or an opposite inf), never the finite 2.55e38 * b of an fp64 product.
+
+BIG = 2.0**126  # the scale of a block whose amax rounds up to 2**128
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (6 * BIG, math.inf),  # code 6 at byte 253: what +inf quantizes to
+        (-6 * BIG, -math.inf),
+        (4 * BIG, math.inf),  # exactly 2**128: the first magnitude past fp32
+        (3 * BIG, 3 * BIG),  # 2.55e38: the largest MXFP4 value fp32 holds
+        (6 * 2.0**125, 6 * 2.0**125),  # code 6 one scale lower: finite
+        (0.5 * 2.0**-127, 0.5 * 2.0**-127),  # the smallest MXFP4 value: an fp32 subnormal, exact
+        (-0.0, -0.0),
+    ],
+)
+def test_fp32_operand_overflows_only_past_fp32(value, expected):
+    got = fp32_operand(torch.tensor([value], dtype=torch.float64)).item()
+    assert got == expected and math.copysign(1, got) == math.copysign(1, expected)
+
+
+def test_fp32_operand_keeps_nan():
+    assert math.isnan(fp32_operand(torch.tensor([math.nan], dtype=torch.float64)).item())
+
+
+def _with_a(a_values: dict[tuple[int, int], float], zero_weight_col: int | None = None):
+    """A lossless leaderboard tuple (exact products) with the given A entries overwritten, and
+    optionally B[:, zero_weight_col] set to 0 for every row but the first."""
+    a, b, *_ = lossless_input(2, 32, 64, seed=5)
+    a = a.clone()
+    for (r, c), v in a_values.items():
+        a[r, c] = v
+    if zero_weight_col is not None:
+        b = b.clone()
+        b[1:, zero_weight_col] = 0
+    b_q, b_scale = quantize_mxfp4(b)
+    return a, b, shuffle_weight(b_q), shuffle_scales(b_scale)
+
+
+def _expected_inf_row(b: torch.Tensor, col: int, sign: float) -> list[float]:
+    # The other 31 entries of A's block quantize to code 0 at scale 2**126: only the inf counts.
+    return [sign * math.inf * (1 if w > 0 else -1) if w != 0 else math.nan for w in b[:, col]]
+
+
+@pytest.mark.parametrize(
+    ("value", "sign"),
+    [
+        (math.inf, 1.0),
+        (-math.inf, -1.0),
+        (3.2e38, 1.0),  # finite bf16, but its block amax rounds to 2**128: code 4 -> 2**128
+    ],
+)
+def test_reference_inf_in_a_gives_inf_or_nan(value, sign):
+    a, b, b_shuffle, b_scale_sh = _with_a({(0, 3): value}, zero_weight_col=3)
+    ref = reference_gemm(a, b_shuffle, b_scale_sh).to(torch.float64)
+    expected = _expected_inf_row(b.to(torch.float64), 3, sign)
+    assert ref[0].tolist() == pytest.approx(expected, nan_ok=True)
+    assert torch.isnan(ref[0, 1:]).all()  # the zero weights: inf * 0
+    assert torch.isfinite(ref[1]).all()  # the other row is untouched
+
+
+def test_reference_opposite_infs_in_one_row_give_nan():
+    # +inf * b - inf * b' is NaN where b and b' share a sign (inf - inf) or either is zero
+    # (inf * 0), and +-inf where their signs differ.
+    a, b, b_shuffle, b_scale_sh = _with_a({(0, 3): math.inf, (0, 40): -math.inf})
+    ref = reference_gemm(a, b_shuffle, b_scale_sh).to(torch.float64)
+    same_sign = torch.sign(b[:, 3].double()) == torch.sign(b[:, 40].double())
+    both_nonzero = (b[:, 3] != 0) & (b[:, 40] != 0)
+    assert torch.equal(torch.isnan(ref[0]), (same_sign & both_nonzero) | ~both_nonzero)
+
+
+def test_reference_just_below_the_overflow_stays_finite():
+    # 2.9e38: amax rounds down to 2**127, scale 2**125, code 6: 1.5 * 2**127, fp32-finite; the
+    # product with the -6 weight of B's first block is still exact in fp64 and overflows bf16.
+    a, b, b_shuffle, b_scale_sh = _with_a({(0, 7): 2.9e38})
+    ref = reference_gemm(a, b_shuffle, b_scale_sh).to(torch.float64)
+    w = b[:, 7].to(torch.float64)
+    assert torch.equal(torch.isinf(ref[0]), w.abs() >= 1.5)  # 2.55e38 * 1.5 > bf16 max
+    assert torch.isfinite(ref[0][w.abs() < 1]).all()
+
+
+@pytest.mark.parametrize(
+    "a_values",
+    [
+        {(0, 3): math.inf},
+        {(1, 70): -math.inf},
+        {(0, 3): math.inf, (0, 100): -math.inf},  # opposite infs in one row: NaN or inf by sign
+        {(0, 3): 3.2e38, (1, 5): -3.3e38},  # finite bf16 whose block scale reaches 2**126
+        {(1, 0): 2.9e38},  # the largest block that stays fp32-finite
+    ],
+)
+@pytest.mark.parametrize("split_k", [1, 2])
+def test_kernel_matches_reference_on_inf_in_a(device, a_values, split_k):
+    # Lossless weights: every finite output is exact, so the comparison is bit for bit (NaN by
+    # position); split_k=2 sends the inf/NaN partials through the split-K reducer too.
+    from kernels.gemm import gemm_a16wfp4
+    from kernels.gemm_config import GemmConfig
+    from kernels.reducer.cases import bf16_mismatch
+
+    a, b, *_ = lossless_input(4, 32, 128, seed=11)
+    a = a.clone()
+    b[2:, 3] = 0  # zero weights meet the inf: NaN
+    for (r, c), v in a_values.items():
+        a[r, c] = v
+    b_q, b_scale = quantize_mxfp4(b)
+    b_shuffle, b_scale_sh = shuffle_weight(b_q), shuffle_scales(b_scale)
+    cfg = GemmConfig(block_m=16, block_n=32, block_k=64, split_k=split_k)
+    out = gemm_a16wfp4(a.to(device), b_shuffle.to(device), b_scale_sh.to(device), config=cfg)
+    ref = reference_gemm(a, b_shuffle, b_scale_sh)
+    assert not torch.isfinite(ref).all()  # the case really reaches the non-finite semantics
+    assert bf16_mismatch(out, ref) is None
