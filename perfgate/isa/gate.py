@@ -117,9 +117,14 @@ def load(path: str | Path, *, target: str | None = None) -> dict[str, Any]:
     """Read and validate a report file."""
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise IsaReportError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:  # a ValueError: without this it read as a regression
+        raise IsaReportError(
+            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02X} at offset {exc.start}); "
+            "expected a JSON report written by `perfgate isa --json`"
+        ) from exc
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

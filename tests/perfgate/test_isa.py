@@ -443,6 +443,23 @@ def test_cli_unusable_baseline_exits_2(tmp_path, content, message):
     assert message in result.stderr
 
 
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\xff\xfe{\x00}\x00",  # a UTF-16 file (an editor's "Unicode" save)
+        b'{"schema": 1, "target": "gfx950\xe9"}',  # latin-1 inside otherwise valid JSON
+    ],
+)
+def test_cli_non_utf8_baseline_exits_2_with_one_line(tmp_path, content):
+    path = tmp_path / "baseline.json"
+    path.write_bytes(content)
+    with pytest.raises(gate.IsaReportError, match=r"not UTF-8 text \(byte 0x"):
+        gate.load(path)
+    result = _cli("--check", str(path))
+    assert result.returncode == 2, result.stdout + result.stderr  # unusable input, not regression
+    assert "Traceback" not in result.stderr and "not UTF-8 text" in result.stderr
+
+
 def test_missing_provider_is_an_error():
     result = _cli(providers="kernels.no_such_module", target="sm90")
     assert result.returncode == 2
