@@ -242,14 +242,32 @@ def docker_sdk() -> Any:
     return docker
 
 
+# The Docker SDK's socket when DOCKER_HOST is unset, and how to get an engine without Docker.
+DEFAULT_DOCKER_SOCKET = "unix:///var/run/docker.sock"
+PODMAN_HINT = (
+    "start Docker, or Podman's Docker-API service with `bash docker/podman-service.sh` "
+    "and export DOCKER_HOST=unix:///tmp/podman.sock"
+)
+
+
+def engine_unreachable(exc: BaseException) -> str:
+    """One line: which socket was tried, why it failed (first line of the SDK's error), and how
+    to start an engine. Shared by the command and the tests' skip reason."""
+    host = os.environ.get("DOCKER_HOST")
+    where = host if host else f"{DEFAULT_DOCKER_SOCKET} (DOCKER_HOST is unset)"
+    reason = (str(exc).strip().splitlines() or [""])[0]
+    return (
+        f"no Docker-API engine reachable at {where} ({type(exc).__name__}: {reason}); {PODMAN_HINT}"
+    )
+
+
 def _client() -> Any:
     docker = docker_sdk()
     try:
         client = docker.from_env()
         client.ping()
     except docker.errors.DockerException as exc:
-        where = os.environ.get("DOCKER_HOST", "the default socket")
-        raise ContainerError(f"no Docker-API engine reachable at {where}: {exc}") from exc
+        raise ContainerError(engine_unreachable(exc)) from exc
     return client
 
 

@@ -391,18 +391,53 @@ int main(int argc, char **argv) {
 """
 
 
+class _FakeDockerError(Exception):
+    pass
+
+
+def _sdk_without_engine(message: str) -> SimpleNamespace:
+    def from_env():
+        raise _FakeDockerError(message)
+
+    return SimpleNamespace(
+        from_env=from_env, errors=SimpleNamespace(DockerException=_FakeDockerError)
+    )
+
+
+@pytest.mark.parametrize(
+    ("docker_host", "where"),
+    [
+        (None, "unix:///var/run/docker.sock (DOCKER_HOST is unset)"),  # the SDK's default
+        ("unix:///tmp/podman.sock", "unix:///tmp/podman.sock"),  # what the user pointed at
+    ],
+)
+def test_no_engine_names_the_socket_and_the_podman_script(monkeypatch, docker_host, where):
+    if docker_host is None:
+        monkeypatch.delenv("DOCKER_HOST", raising=False)
+    else:
+        monkeypatch.setenv("DOCKER_HOST", docker_host)
+    # The SDK's own error spans lines (a urllib3 chain); only its first line is kept.
+    sdk = _sdk_without_engine("Error while fetching server API version\n  (long chain)")
+    monkeypatch.setattr(container, "docker_sdk", lambda: sdk)
+    with pytest.raises(ContainerError) as info:
+        container._client()
+    message = str(info.value)
+    assert "\n" not in message
+    assert f"reachable at {where} (_FakeDockerError: Error while fetching" in message
+    assert (
+        "`bash docker/podman-service.sh`" in message
+        and "DOCKER_HOST=unix:///tmp/podman.sock" in message
+    )
+
+
 @pytest.fixture(scope="module")
 def engine():
     docker = _require_sdk()
-    where = os.environ.get("DOCKER_HOST", "the default socket")
     try:
         client = docker.from_env(timeout=30)
         client.ping()
     except docker.errors.DockerException as exc:
-        pytest.skip(
-            f"no Docker-API engine reachable at {where} ({type(exc).__name__}); start one with "
-            "`bash docker/podman-service.sh` and export DOCKER_HOST=unix:///tmp/podman.sock"
-        )
+        pytest.skip(container.engine_unreachable(exc))
     yield client
     client.close()
 
