@@ -74,9 +74,13 @@ def amd_options(cfg: GemmConfig) -> dict[str, int]:
 
 
 def _validate(a, b_shuffle, b_scale_sh, out):
-    if not isinstance(a, torch.Tensor) or a.dtype != torch.bfloat16 or a.dim() != 2:
-        raise TypeError(
-            f"A must be a 2-D bfloat16 tensor (M, K), got {getattr(a, 'dtype', type(a))}"
+    if not isinstance(a, torch.Tensor):
+        raise TypeError(f"A must be a torch.Tensor (M, K) of bfloat16, got {type(a).__name__}")
+    if a.dtype != torch.bfloat16:
+        raise TypeError(f"A must be a bfloat16 tensor (M, K), got dtype {a.dtype}")
+    if a.dim() != 2:
+        raise ValueError(
+            f"A must be 2-D (M, K), got a {a.dim()}-D tensor of shape {tuple(a.shape)}"
         )
     b = as_uint8(b_shuffle, "B_shuffle")
     bs = as_uint8(b_scale_sh, "B_scale_sh")
@@ -105,20 +109,200 @@ def _validate(a, b_shuffle, b_scale_sh, out):
                 f"{name} is on {t.device} but A is on {a.device}; all operands must share a device"
             )
     if out is not None:
-        if (
-            not isinstance(out, torch.Tensor)
-            or out.dtype != torch.bfloat16
-            or tuple(out.shape) != (m, n)
-        ):
-            raise ValueError(
-                f"out must be a bfloat16 tensor of shape {(m, n)}, got {getattr(out, 'dtype', type(out))} {tuple(getattr(out, 'shape', ()))}"
-            )
-        if out.device != a.device:
-            raise ValueError(f"out is on {out.device} but A is on {a.device}")
-        if n > 1 and out.stride(1) != 1:
-            raise ValueError(f"out must have unit column stride, got strides {out.stride()}")
+        _validate_out(out, a, m, n)
+    if a.is_meta:
+        # meta tensors have shapes but no data: the kernel would read nothing and torch would
+        # fail later with "Cannot copy out of meta tensor", far from the cause
+        raise ValueError("A is a meta tensor (shape only, no data); operands need real data")
     check_kernel_device(a, "A")
     return b, bs
+
+
+def _validate_out(out, a, m: int, n: int) -> None:
+    if (
+        not isinstance(out, torch.Tensor)
+        or out.dtype != torch.bfloat16
+        or tuple(out.shape) != (m, n)
+    ):
+        raise ValueError(
+            f"out must be a bfloat16 tensor of shape {(m, n)}, got {getattr(out, 'dtype', type(out))} {tuple(getattr(out, 'shape', ()))}"
+        )
+    if out.device != a.device:
+        raise ValueError(f"out is on {out.device} but A is on {a.device}")
+    if n > 1 and out.stride(1) != 1:
+        raise ValueError(f"out must have unit column stride, got strides {out.stride()}")
+    if m > 1 and n > 0 and out.stride(0) < n:
+        # rows would share memory (e.g. torch.zeros(1, N).expand(M, N)): every row's store
+        # lands on the same bytes and the result is silently wrong
+        raise ValueError(
+            f"out rows overlap: row stride {out.stride(0)} < N = {n}; out must not alias itself"
+        )
+
+
+# --- the launch path ---------------------------------------------------------------------------
+# A call is keyed on what the bound launch relies on: each operand's dtype, shape, strides and
+# device, and the config. A key seen before skips validation, config selection and Triton's
+# argument binding (its JIT dispatch costs about as much as the kernel on small shapes); the
+# per-call work left is the key itself, the output allocation, pointer alignment, the current
+# device and stream, and the launches. Bad input never reaches a bound launch: a new key is
+# validated in full first.
+
+
+def _facts(t) -> tuple:
+    return (t.dtype, t.shape, t.stride(), t.device)
+
+
+def _call_key(a, b_shuffle, b_scale_sh, out, config) -> tuple | None:
+    try:
+        key = (
+            _facts(a),
+            _facts(b_shuffle),
+            _facts(b_scale_sh),
+            None if out is None else _facts(out),
+            config,
+        )
+        hash(key)
+    except (AttributeError, TypeError):  # not tensors, or an unhashable config: validate
+        return None
+    return key
+
+
+_BOUND: dict[tuple, _Bound] = {}
+
+
+def clear_launch_cache() -> None:
+    """Forget every bound launch and its split-K workspaces (tests; frees the workspaces)."""
+    _BOUND.clear()
+
+
+def _device_index(device: torch.device) -> int | None:
+    return device.index if device.type == "cuda" else None
+
+
+def _current_device() -> int:
+    getter = getattr(torch._C, "_cuda_getDevice", None)
+    return getter() if getter is not None else torch.cuda.current_device()
+
+
+class _Bound:
+    """``gemm_a16wfp4`` for one call key: the plan, the launch arguments and the split-K
+    workspaces, decided once. A call then allocates the output (a fresh tensor from the caching
+    allocator, never a buffer a later call overwrites) and launches.
+
+    The GEMM is launched through the compiled kernel's own launcher (``CompiledKernel[grid]``,
+    triton 3.5-3.9, CUDA and ROCm) once Triton's JIT path has compiled it for an aligned call;
+    Triton specialises pointers on 16-byte alignment, so a call whose pointers are not all
+    aligned goes through the JIT path instead. The interpreter always takes the JIT path.
+    Split-K partials go to a workspace per stream (reused: a stream orders each call's GEMM,
+    reduction and the next call's GEMM)."""
+
+    def __init__(self, a, b, bs, out, config) -> None:
+        m, k = a.shape
+        n = b.shape[0]
+        self.out_shape = (m, n)
+        self.device = a.device
+        self.index = _device_index(a.device)
+        self.interpreted = a.device.type != "cuda"
+        # K = 0 is the empty sum (zeros, as torch.matmul gives); M = 0 or N = 0 is an empty C
+        self.zero_fill = k == 0 and m > 0 and n > 0
+        self.plan: _Plan | None = None
+        if config is not None and not isinstance(config, GemmConfig):
+            raise TypeError(
+                f"config must be a kernels.configs.GemmConfig or None, got {type(config).__name__}"
+            )
+        if m == 0 or n == 0 or k == 0:
+            return
+        info = device_info()
+        cfg = config if config is not None else select_config(m, n, k, info)
+        self.plan = _plan(m, n, k, cfg, info)
+        ldc = n if out is None else out.stride(0)
+        self.ldo = ldc
+        if self.plan.splits > 1:
+            ldc = n
+        self.scalars = {
+            "M": m, "N": n, "K": k, "K_PER_SPLIT": self.plan.k_per_split,
+            "stride_am": a.stride(0), "stride_ak": a.stride(1), "stride_bn": k * 8,
+            "stride_bsn": bs.shape[1] * 32, "stride_cs": m * n if self.plan.splits > 1 else 0,
+            "stride_cm": ldc, "stride_cn": 1,
+        }  # fmt: skip
+        self.grid3 = (*self.plan.grid, 1)
+        self.direct = None  # CompiledKernel[grid] runner, once compiled for an aligned call
+        self.direct_tail = _direct_tail({**self.scalars, **self.plan.constexprs})
+        self.workspaces: dict[int, tuple[torch.Tensor, Any]] = {}
+
+    def __call__(self, a, b, bs, out):
+        if out is None:
+            out = torch.empty(self.out_shape, dtype=torch.bfloat16, device=self.device)
+        if self.plan is None:
+            return out.zero_() if self.zero_fill else out
+        if self.interpreted:
+            check_kernel_device(a, "A")  # TRITON_INTERPRET is read at call time, as before
+            stream = 0
+        elif self.index != _current_device():
+            with torch.cuda.device(self.index):
+                return self(a, b, bs, out)
+        else:
+            stream = torch._C._cuda_getCurrentRawStream(self.index)
+        c, reduce = self._target(out, stream)
+        if self.direct is not None and not (
+            (a.data_ptr() | b.data_ptr() | bs.data_ptr() | c.data_ptr()) & 15
+        ):
+            self.direct(a, b, bs, c, *self.direct_tail, stream=stream)
+        else:
+            self._launch_jit(a, b, bs, c)
+        if reduce is not None:
+            reduce(out, stream)
+        return out
+
+    def _target(self, out, stream: int):
+        """Where the GEMM writes (``out``, or this stream's partials) and the reduction."""
+        if self.plan.splits == 1:
+            return out, None
+        entry = self.workspaces.get(stream)
+        if entry is None:
+            from kernels.splitk import bind_reducer
+
+            m, n = self.out_shape
+            ws = torch.empty((self.plan.splits, m, n), dtype=torch.float32, device=self.device)
+            entry = self.workspaces[stream] = (ws, bind_reducer(ws, out, self.ldo))
+        return entry
+
+    def _launch_jit(self, a, b, bs, c) -> None:
+        from kernels._gemm_kernel import gemm_a16wfp4_kernel
+
+        b8, bs8 = as_uint8(b, "B_shuffle"), as_uint8(bs, "B_scale_sh")
+        compiled = gemm_a16wfp4_kernel[self.plan.grid](
+            a, b8, bs8, c, **self.scalars, **self.plan.constexprs, **self.plan.options
+        )
+        aligned = not ((a.data_ptr() | b.data_ptr() | bs.data_ptr() | c.data_ptr()) & 15)
+        if (
+            self.direct is None
+            and aligned
+            and not self.interpreted
+            and self.direct_tail is not None
+            and hasattr(compiled, "__getitem__")
+        ):
+            self.direct = compiled[self.grid3]
+
+
+def _direct_tail(values: dict[str, Any]) -> tuple | None:
+    """The kernel's arguments after ``c_ptr`` in its signature order, as the compiled kernel's
+    launcher takes them (constexprs included: the launcher skips them); None when the kernel has
+    a parameter the launcher does not know, so the JIT path binds it."""
+    import inspect
+
+    from kernels._gemm_kernel import gemm_a16wfp4_kernel
+
+    params = list(inspect.signature(gemm_a16wfp4_kernel.fn).parameters.values())
+    tail = []
+    for p in params[4:]:
+        if p.name in values:
+            tail.append(values[p.name])
+        elif p.default is not inspect.Parameter.empty:
+            tail.append(p.default)
+        else:
+            return None
+    return tuple(tail)
 
 
 def gemm_a16wfp4(
@@ -133,45 +317,33 @@ def gemm_a16wfp4(
 
     ``A``: bf16 (M, K), any strides. ``B_shuffle``: packed fp4 (N, K/2) in the (16,16) layout.
     ``B_scale_sh``: the padded, shuffled E8M0 scales from :func:`kernels.layout.shuffle_scales`.
-    Needs ``N % 32 == 0`` and ``K % 64 == 0``; any M >= 0. ``config`` overrides the selection;
-    ``out`` (bf16 (M, N), unit column stride) receives the result.
+    Needs ``N % 32 == 0`` and ``K % 64 == 0``; any M >= 0; K = 0 gives zeros (the empty sum).
+    ``config`` overrides the selection; ``out`` (bf16 (M, N), unit column stride, rows not
+    overlapping) receives the result. The first call with given operand dtypes, shapes, strides
+    and devices validates them and binds the launch; later ones only launch.
     """
-    b, bs = _validate(A, B_shuffle, B_scale_sh, out)
-    m, k = A.shape
-    n = b.shape[0]
-    if out is None:
-        out = torch.empty((m, n), dtype=torch.bfloat16, device=A.device)
-    if m == 0:
-        return out
-    info = device_info()
-    cfg = config if config is not None else select_config(m, n, k, info)
-    if not isinstance(cfg, GemmConfig):
-        raise TypeError(
-            f"config must be a kernels.configs.GemmConfig or None, got {type(cfg).__name__}"
-        )
-    plan = _plan(m, n, k, cfg, info)
-    from kernels._gemm_kernel import gemm_a16wfp4_kernel
+    key = _call_key(A, B_shuffle, B_scale_sh, out, config)
+    bound = _BOUND.get(key) if key is not None else None
+    if bound is None:
+        _validate(A, B_shuffle, B_scale_sh, out)
+        bound = _Bound(A, B_shuffle, B_scale_sh, out, config)
+        if key is not None:
+            _BOUND[key] = bound
+    return bound(A, B_shuffle, B_scale_sh, out)
 
-    if plan.splits == 1:
-        c, stride_cs = out, 0
-    else:
-        c = torch.empty((plan.splits, m, n), dtype=torch.float32, device=A.device)
-        stride_cs = c.stride(0)
-    gemm_a16wfp4_kernel[plan.grid](
-        A, b, bs, c, m, n, k, plan.k_per_split,
-        A.stride(0), A.stride(1), k * 8, bs.shape[1] * 32,
-        stride_cs, c.stride(-2), c.stride(-1),
-        **plan.constexprs, **plan.options,
-    )  # fmt: skip
-    if plan.splits > 1:
-        from kernels.splitk import reduce_partials
 
-        reduce_partials(c, out)
-    return out
+LEADERBOARD_TUPLE = "(A, B, B_q, B_shuffle, B_scale_sh)"
 
 
 def custom_kernel(data) -> torch.Tensor:
     """The leaderboard entry point: ``data = (A, B, B_q, B_shuffle, B_scale_sh)``."""
+    if not isinstance(data, (tuple, list)) or len(data) != 5:
+        got = (
+            f"a {type(data).__name__} of {len(data)}"
+            if isinstance(data, (tuple, list))
+            else type(data).__name__
+        )
+        raise TypeError(f"data must be the leaderboard's 5-tuple {LEADERBOARD_TUPLE}, got {got}")
     a, _b, _b_q, b_shuffle, b_scale_sh = data
     return gemm_a16wfp4(a, b_shuffle, b_scale_sh)
 

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -198,6 +200,26 @@ def reduce_partials(
     else:
         _reduce_triton(partials, out, s, m, n)
     return out
+
+
+def bind_reducer(partials: torch.Tensor, out: torch.Tensor, ldo: int) -> Callable[[Any, int], None]:
+    """The reduction of ``partials`` into outputs like ``out`` (its dtype, shape, strides and
+    device), checked and chosen once: the returned ``reduce(out, stream)`` only launches. For a
+    caller that reuses ``partials`` on one stream (the GEMM launcher's per-stream workspace) and
+    has checked that each ``out`` has ``out``'s layout; ``ldo`` is that layout's row stride."""
+    s, m, n = _check_args(partials, out)
+    choice = _choice(partials.device)
+    if m == 0 or n == 0:
+        return lambda out, stream: None
+    if choice.backend == "native":
+        native, ptr, ldo = choice.native, partials.data_ptr(), ldo if m > 1 else n
+
+        def reduce(out: Any, stream: int) -> None:
+            native(ptr, out.data_ptr(), s, m, n, ldo, stream)
+
+        return reduce
+    # the Triton reducer is the fallback where no native build exists: Triton's JIT path is fine
+    return lambda out, stream: _reduce_triton(partials, out, s, m, n)
 
 
 def reduce_partials_reference(partials: torch.Tensor) -> torch.Tensor:

@@ -162,7 +162,7 @@ def _operands(device, m=2, n=32, k=128):
 @pytest.mark.parametrize(
     ("mutate", "error", "match"),
     [
-        (lambda a, b, s: (a.float(), b, s), TypeError, "A must be a 2-D bfloat16"),
+        (lambda a, b, s: (a.float(), b, s), TypeError, "A must be a bfloat16 tensor"),
         (lambda a, b, s: (a, b.to(torch.int16), s), TypeError, "B_shuffle must have dtype"),
         (lambda a, b, s: (a[:, :64], b, s), ValueError, r"B_shuffle must be \(N, K/2\)"),
         (lambda a, b, s: (a, b, s[:, :4]), ValueError, "B_scale_sh must be the contiguous padded"),
@@ -227,3 +227,82 @@ def test_task_shapes_write_every_element(shape):
     gemm_a16wfp4(a, b_shuffle, b_scale_sh, out=out)
     assert not bool(torch.isnan(out).any()), "some output elements were never written"
     _check(out, a, b_shuffle, b_scale_sh)
+
+
+# --- input validation: issue 13 items 2, 3, 5 ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("m", "n"),
+    [
+        (3, 32),  # K = 0 alone: the empty sum, zeros (torch.matmul's answer)
+        (0, 32),  # with M = 0 too: an empty C, no launch
+        (3, 0),  # with N = 0 too: an empty C, no launch
+    ],
+)
+def test_k_zero_is_the_empty_sum(device, m, n):
+    a = torch.empty(m, 0, dtype=torch.bfloat16, device=device)
+    b = torch.empty(n, 0, dtype=torch.uint8, device=device)
+    s = torch.empty(padded_scale_shape(n, 0), dtype=torch.uint8, device=device)
+    want = torch.zeros(m, n, dtype=torch.bfloat16)
+    assert torch.equal(gemm_a16wfp4(a, b, s).cpu(), want)
+    # a caller's out holding NaN must come back all zeros, not untouched
+    out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=device)
+    assert gemm_a16wfp4(a, b, s, out=out) is out
+    assert torch.equal(out.cpu(), want)
+    assert torch.equal(
+        (a.float() @ b.float().T).to(torch.bfloat16).cpu(), want
+    )  # the decision is torch's
+
+
+@pytest.mark.parametrize(
+    "make_out",
+    [
+        lambda m, n, dev: torch.zeros(1, n, dtype=torch.bfloat16, device=dev).expand(m, n),
+        # rows half overlapping: a row stride of N/2
+        lambda m, n, dev: torch.zeros(m * n, dtype=torch.bfloat16, device=dev).as_strided(
+            (m, n), (n // 2, 1)
+        ),
+    ],
+    ids=["expanded-row", "half-overlap"],
+)
+def test_out_with_overlapping_rows_is_refused(device, make_out):
+    a, b, s = _operands(device)
+    with pytest.raises(ValueError, match=r"out rows overlap: row stride \d+ < N = 32"):
+        gemm_a16wfp4(a, b, s, out=make_out(2, 32, device))
+
+
+def test_meta_operands_get_our_error():
+    a, b, s = (t.to("meta") for t in _operands(torch.device("cpu")))
+    with pytest.raises(ValueError, match="A is a meta tensor"):
+        gemm_a16wfp4(a, b, s)
+
+
+def test_three_d_a_is_told_its_rank(device):
+    a, b, s = _operands(device)
+    with pytest.raises(ValueError, match=r"A must be 2-D \(M, K\), got a 3-D tensor"):
+        gemm_a16wfp4(a[None], b, s)
+
+
+@pytest.mark.parametrize("data", [(1, 2, 3), [1, 2, 3, 4, 5, 6], "abcde", None])
+def test_custom_kernel_says_what_the_tuple_holds(data):
+    with pytest.raises(TypeError, match=r"data must be the leaderboard's 5-tuple \(A, B, B_q"):
+        custom_kernel(data)
+
+
+def test_a_bound_launch_revalidates_what_it_relies_on(device):
+    """After a good call binds the launch for a shape, operands of that shape that differ in
+    what the launch relies on (dtype, strides, contiguity, an out) are validated again."""
+    a, b, s = _operands(device)
+    gemm_a16wfp4(a, b, s)
+    with pytest.raises(ValueError, match="B_shuffle must be contiguous"):
+        gemm_a16wfp4(a, b.T.contiguous().T, s)
+    with pytest.raises(TypeError, match="B_shuffle must have dtype"):
+        gemm_a16wfp4(a, b.view(torch.int8), s)
+    with pytest.raises(ValueError, match="out rows overlap"):
+        gemm_a16wfp4(
+            a, b, s, out=torch.zeros(1, 32, dtype=torch.bfloat16, device=device).expand(2, 32)
+        )
+    wide = torch.zeros(2, 64, dtype=torch.bfloat16, device=device)[:, :32]  # row stride 64: fine
+    assert gemm_a16wfp4(a, b, s, out=wide) is wide
+    torch.testing.assert_close(wide, gemm_a16wfp4(a, b, s), rtol=0, atol=0)
