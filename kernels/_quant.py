@@ -1,16 +1,38 @@
 """@triton.jit MXFP4 quantizer used inside the GEMM (and by the standalone quantize kernel).
 
-Two implementations of the e2m1 conversion sit behind ``quantize_tile``; the compile target
-picks one through the ``QUANT_PATH`` constexpr, a :class:`kernels.targets.QuantPath` (see
+The block scale and the NaN flag come from one integer maximum per 32-element block, taken over
+the bf16 bit patterns with the sign cleared: for non-negative floats integer order is float order,
+and every NaN pattern (0x7F81..0x7FFF) sorts above +inf (0x7F80), so ``amax > 0x7F80`` is the
+block's NaN flag. No per-element NaN test, no second reduction.
+
+The e2m1 rounding has three implementations behind ``QUANT_PATH`` (a
+:class:`kernels.targets.QuantPath`, chosen by the compile target, see
 :func:`kernels.quant.quant_impl`):
 
-- gfx950: ``v_cvt_scalef32_pk_fp4_bf16`` converts two bf16 values to two e2m1 nibbles, dividing
-  by a float scale whose bits are ``e8m0 << 23`` and rounding to nearest-even with saturation;
-- everywhere else (NVIDIA, the CPU interpreter, which cannot run inline asm): the same rounding
-  as seven threshold comparisons on ``|q|``, written in plain ``tl``.
+- ``GFX950_CVT``: ``v_cvt_scalef32_pk_fp4_bf16`` divides a pair of bf16 values (one 32-bit
+  register) by a float scale whose bits are ``e8m0 << 23`` and rounds to nearest-even with
+  saturation; its output byte already holds both nibbles with their signs, so it is stored as
+  it is;
+- ``GFX950_EMULATED``: the same operand preparation as ``GFX950_CVT`` (the very
+  :func:`_cvt_operands`), then a bit-level model of the instruction in plain ``tl``. The
+  interpreter cannot run inline asm; this lets a CPU test see a wrong operand handed to the
+  instruction (issue 13, item 5);
+- ``PORTABLE``: the rounding as threshold comparisons on ``|q|`` in plain ``tl`` (NVIDIA, and
+  the interpreter's default).
 
-The block maximum, the scale and the NaN rule are shared code, so the two paths differ only in
-the rounding step, and both must equal :func:`kernels.mxfp4.quantize_mxfp4` bit for bit.
+**NaN blocks.** The rule the oracle defines (:mod:`kernels.mxfp4`) gives a NaN block the E8M0
+byte 0xFF and computes its element codes against its finite values, with NaN elements as code 0
+plus sign. Getting those codes needs a second, NaN-free maximum and a per-element fix, which the
+GEMM does not need: a NaN block's row is forced to NaN by the GEMM (``nan_rows``), so its codes
+never reach the output. So:
+
+- ``NAN_BLOCK_CODES=False`` (the GEMM): a NaN block's scale byte comes from the maximum that
+  includes the NaN (253 or 254: finite, so the matrix unit sees an ordinary scale and the row's
+  NaN comes from the flag alone); its codes are whatever the rounding gives against that scale;
+- ``NAN_BLOCK_CODES=True`` (:func:`quantize_kernel`, the standalone quantizer): the oracle's
+  bytes exactly, 0xFF scale included.
+
+Every block without a NaN is identical in both modes and on every path.
 """
 
 from __future__ import annotations
@@ -21,80 +43,154 @@ import triton.language as tl
 from kernels.targets import QuantPath
 
 _GFX950_CVT: tl.constexpr = tl.constexpr(int(QuantPath.GFX950_CVT))
+_GFX950_EMULATED: tl.constexpr = tl.constexpr(int(QuantPath.GFX950_EMULATED))
+# |bits| of bf16 +inf; anything above it is a NaN
+_BF16_INF: tl.constexpr = tl.constexpr(0x7F80)
 
 
 @triton.jit
-def _abs_bits_max(x, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Per 32-element block: max |x| as fp32 bits (int32), NaN counted as 0, and a NaN flag.
+def block_abs_max(x, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Per 32-element block of the bf16 tile: max of the bit patterns with the sign cleared
+    (int32). ``> 0x7F80`` flags a NaN in the block."""
+    # in 16 bits: one AND and one packed max per pair of elements on gfx950 (v_pk_max_u16)
+    bits = x.to(tl.uint16, bitcast=True) & 0x7FFF
+    return tl.max(tl.reshape(bits, (BLOCK_M, BLOCK_K // 32, 32)), axis=2).to(tl.int32)
 
-    Done on integer bits: for non-negative floats integer order is float order, and integers
-    have no NaN propagation or denormal flushing to differ between devices.
+
+@triton.jit
+def scale_byte(amax):
+    """E8M0 byte of a block from its bf16 ``|bits|`` maximum (the rule's steps 2-3).
+
+    Rounding the fp32 amax, ``(bits32 + 0x200000) & 0x7F800000``, is ``(bits16 + 0x20) >> 7`` on
+    the bf16 pattern (bf16 is fp32's top half, and the carry out of the mantissa is kept). The
+    exponent field ``f`` gives ``e = f - 129`` clamped to [-127, 127], so the byte is
+    ``max(f - 2, 0)``: ``f <= 0x100`` (0x7FFF + 0x20 >> 7), so the upper clamp never binds. A NaN
+    maximum gives 253 or 254, a finite scale.
     """
-    bits = x.to(tl.float32).to(tl.int32, bitcast=True)
-    abs_bits = bits & 0x7FFFFFFF
-    is_nan = abs_bits > 0x7F800000
-    abs_bits = tl.where(is_nan, 0, abs_bits)
-    amax = tl.max(tl.reshape(abs_bits, (BLOCK_M, BLOCK_K // 32, 32)), axis=2)
-    has_nan = tl.max(tl.reshape(is_nan.to(tl.int32), (BLOCK_M, BLOCK_K // 32, 32)), axis=2)
-    return amax, has_nan
+    return tl.maximum(((amax + 0x20) >> 7) - 2, 0)
 
 
 @triton.jit
-def _e2m1_code_portable(x, e, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Magnitude codes 0..7 of ``x * 2**-e`` with RNE and saturation (NaN -> 0)."""
-    # 2**-e built from its exponent bits: exact for every e in [-127, 126]
-    inv_scale = ((127 - e) << 23).to(tl.float32, bitcast=True)
-    q = tl.reshape(x.to(tl.float32), (BLOCK_M, BLOCK_K // 32, 32)) * inv_scale[:, :, None]
-    qa = tl.abs(q)
-    # ties: 0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4 (">=" where the tie goes up)
+def _cvt_operands(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    """The two operands of ``v_cvt_scalef32_pk_fp4_bf16`` per element pair: the bf16 pair in one
+    32-bit word (element 2j low), and the scale as fp32 bits ``byte << 23`` (= 2**(byte - 127),
+    what the instruction divides by), one per pair of the block."""
+    pairs = tl.reshape(x.to(tl.uint16, bitcast=True), (BLOCK_M, BLOCK_K // 2, 2))
+    lo, hi = tl.split(pairs)
+    word = lo.to(tl.uint32) | (hi.to(tl.uint32) << 16)
+    scale = tl.reshape(
+        tl.broadcast_to((byte << 23)[:, :, None], (BLOCK_M, BLOCK_K // 32, 16)),
+        (BLOCK_M, BLOCK_K // 2),
+    )
+    return word, scale
+
+
+@triton.jit
+def _e2m1_rne(qa):
+    """Magnitude code 0..7 of fp32 ``qa >= 0``: nearest-even on the e2m1 grid, saturating at 6
+    (+inf too); NaN gives 0. Ties: 0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4
+    (">=" where the tie goes up)."""
     code = (qa > 0.25).to(tl.int32) + (qa >= 0.75).to(tl.int32) + (qa > 1.25).to(tl.int32)
     code += (qa >= 1.75).to(tl.int32) + (qa > 2.5).to(tl.int32) + (qa >= 3.5).to(tl.int32)
     code += (qa > 5.0).to(tl.int32)
-    return tl.reshape(code, (BLOCK_M, BLOCK_K))
+    return code
 
 
 @triton.jit
-def _e2m1_code_gfx950(x, e, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Magnitude codes 0..7 through the gfx950 conversion instruction (NaN -> 0, as portable)."""
-    scale = ((e + 127) << 23).to(tl.float32, bitcast=True)  # the instruction divides by this
-    scale = tl.reshape(
-        tl.broadcast_to(scale[:, :, None], (BLOCK_M, BLOCK_K // 32, 16)), (BLOCK_M, BLOCK_K // 2)
-    )
-    pairs = tl.reshape(x.to(tl.bfloat16).to(tl.uint16, bitcast=True), (BLOCK_M, BLOCK_K // 2, 2))
-    lo, hi = tl.split(pairs)
-    packed_in = lo.to(tl.uint32) | (hi.to(tl.uint32) << 16)
-    out = tl.inline_asm_elementwise(
-        "v_cvt_scalef32_pk_fp4_bf16 $0, $1, $2",
-        "=v,v,v",
-        [packed_in, scale],
-        dtype=tl.uint32,
-        is_pure=True,
-        pack=1,
-    )
-    # byte 0 holds the pair; keep magnitudes only (the sign is set from the input bits below)
-    code = tl.join((out & 0x7).to(tl.int32), ((out >> 4) & 0x7).to(tl.int32))
-    code = tl.reshape(code, (BLOCK_M, BLOCK_K))
-    abs_bits = x.to(tl.float32).to(tl.int32, bitcast=True) & 0x7FFFFFFF
-    return tl.where(abs_bits > 0x7F800000, 0, code)
+def _cvt_emulated(word, scale):
+    """Bit-level model of ``v_cvt_scalef32_pk_fp4_bf16 dst, word, scale`` (byte 0 of dst): each
+    bf16 half of ``word`` divided by the scale, rounded nearest-even with saturation, its sign
+    in bit 3; the low half goes to the low nibble.
+
+    The scale operand is read as task-facts section 6 states it: its exponent field ``f`` is an
+    E8M0 scale, 2**(f - 127), so ``f == 0`` is 2**-127, not the 0.0 that the bits 0 spell as
+    a float. The division is done as a multiplication by 2**(127 - f) in fp64, exact for every
+    bf16 input and every f, so the model rounds exactly once, as the instruction does.
+    """
+    f = ((scale >> 23) & 0xFF).to(tl.int64)
+    inv = ((127 - f + 1023) << 52).to(tl.float64, bitcast=True)
+    lo = (word << 16).to(tl.float32, bitcast=True).to(tl.float64) * inv
+    hi = (word & 0xFFFF0000).to(tl.float32, bitcast=True).to(tl.float64) * inv
+    lo_code = _e2m1_rne(tl.abs(lo)) | ((word >> 12) & 0x8).to(tl.int32)
+    hi_code = _e2m1_rne(tl.abs(hi)) | ((word >> 28) & 0x8).to(tl.int32)
+    return (lo_code | (hi_code << 4)).to(tl.uint8)
 
 
 @triton.jit
-def quantize_tile(x, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, QUANT_PATH: tl.constexpr):
-    """bf16/fp32 tile (BLOCK_M, BLOCK_K) -> (packed uint8 (BLOCK_M, BLOCK_K/2), scales uint8
-    (BLOCK_M, BLOCK_K/32)), the rule of :mod:`kernels.mxfp4` bit for bit."""
-    amax, has_nan = _abs_bits_max(x, BLOCK_M, BLOCK_K)
-    exponent_field = ((amax + 0x200000) & 0x7F800000) >> 23
-    e = tl.minimum(tl.maximum(exponent_field - 129, -127), 127)
-    if QUANT_PATH == _GFX950_CVT:
-        code = _e2m1_code_gfx950(x, e, BLOCK_M, BLOCK_K)
+def _packed_gfx950(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, EMULATE: tl.constexpr):
+    """Packed e2m1 bytes (BLOCK_M, BLOCK_K/2) from the conversion instruction (or its model)."""
+    word, scale = _cvt_operands(x, byte, BLOCK_M, BLOCK_K)
+    if EMULATE:
+        return _cvt_emulated(word, scale)
     else:
-        code = _e2m1_code_portable(x, e, BLOCK_M, BLOCK_K)
-    sign = (x.to(tl.float32).to(tl.int32, bitcast=True) >> 28) & 0x8
-    code = code | sign
+        out = tl.inline_asm_elementwise(
+            "v_cvt_scalef32_pk_fp4_bf16 $0, $1, $2",
+            "=v,v,v",
+            [word, scale],
+            dtype=tl.uint32,
+            is_pure=True,
+            pack=1,
+        )
+        return out.to(tl.uint8)  # byte 0: both nibbles with their signs, the stored byte
+
+
+@triton.jit
+def _packed_portable(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    """Packed e2m1 bytes (BLOCK_M, BLOCK_K/2) by threshold comparisons in fp32."""
+    # 2**-e from its exponent bits: 127 - e = 254 - byte, exact for every byte in [0, 254]
+    inv_scale = ((254 - byte) << 23).to(tl.float32, bitcast=True)
+    bits = x.to(tl.uint16, bitcast=True).to(tl.int32)
+    q = tl.reshape(x.to(tl.float32), (BLOCK_M, BLOCK_K // 32, 32)) * inv_scale[:, :, None]
+    code = tl.reshape(_e2m1_rne(tl.abs(q)), (BLOCK_M, BLOCK_K)) | ((bits >> 12) & 0x8)
     lo, hi = tl.split(tl.reshape(code, (BLOCK_M, BLOCK_K // 2, 2)))
-    packed = (lo | (hi << 4)).to(tl.uint8)
-    scales = tl.where(has_nan > 0, 255, e + 127).to(tl.uint8)
-    return packed, scales
+    return (lo | (hi << 4)).to(tl.uint8)
+
+
+@triton.jit
+def quantize_tile(
+    x,
+    BLOCK_M: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    QUANT_PATH: tl.constexpr,
+    NAN_BLOCK_CODES: tl.constexpr = False,
+):
+    """bf16 tile (BLOCK_M, BLOCK_K) -> (packed uint8 (BLOCK_M, BLOCK_K/2), scales uint8
+    (BLOCK_M, BLOCK_K/32), amax int32 (BLOCK_M, BLOCK_K/32)).
+
+    ``amax > 0x7F80`` flags a block holding a NaN. With ``NAN_BLOCK_CODES`` the result is the
+    oracle's bit for bit (0xFF scale, codes against the finite values); without it a NaN
+    block's scale and codes are finite stand-ins and the caller must poison its row (see the
+    module docstring). Blocks without NaN are identical either way.
+    """
+    amax = block_abs_max(x, BLOCK_M, BLOCK_K)
+    if NAN_BLOCK_CODES:
+        # The oracle's NaN-block codes: the scale of the finite values (a NaN maximum is
+        # replaced by the NaN-free one); the NaN elements are fixed to code 0 below.
+        bits = x.to(tl.uint16, bitcast=True).to(tl.int32) & 0x7FFF
+        finite = tl.where(bits > _BF16_INF, 0, bits)
+        amax_finite = tl.max(tl.reshape(finite, (BLOCK_M, BLOCK_K // 32, 32)), axis=2)
+        byte = scale_byte(amax_finite)
+    else:
+        byte = scale_byte(amax)
+    if QUANT_PATH == _GFX950_CVT:
+        packed = _packed_gfx950(x, byte, BLOCK_M, BLOCK_K, False)
+    elif QUANT_PATH == _GFX950_EMULATED:
+        packed = _packed_gfx950(x, byte, BLOCK_M, BLOCK_K, True)
+    else:
+        packed = _packed_portable(x, byte, BLOCK_M, BLOCK_K)
+    scales = byte
+    if NAN_BLOCK_CODES:
+        # NaN elements: magnitude 0, sign kept (the instruction's NaN output is unspecified)
+        nan = tl.reshape(bits > _BF16_INF, (BLOCK_M, BLOCK_K // 2, 2))
+        sign = tl.reshape((x.to(tl.uint16, bitcast=True) >> 12) & 0x8, (BLOCK_M, BLOCK_K // 2, 2))
+        nan_lo, nan_hi = tl.split(nan)
+        sign_lo, sign_hi = tl.split(sign)
+        p = packed.to(tl.int32)
+        lo = tl.where(nan_lo, sign_lo.to(tl.int32), p & 0xF)
+        hi = tl.where(nan_hi, sign_hi.to(tl.int32), p >> 4)
+        packed = (lo | (hi << 4)).to(tl.uint8)
+        scales = tl.where(amax > _BF16_INF, 255, byte)
+    return packed, scales.to(tl.uint8), amax
 
 
 @triton.jit
@@ -110,8 +206,12 @@ def quantize_kernel(
     BLOCK_M: tl.constexpr,
     BLOCK_K: tl.constexpr,
     QUANT_PATH: tl.constexpr,
+    NAN_BLOCK_CODES: tl.constexpr = True,
 ):
-    """Standalone quantize: the exact ``quantize_tile`` the GEMM runs, exposed for testing."""
+    """Standalone quantize: the ``quantize_tile`` the GEMM runs, exposed for testing.
+
+    ``NAN_BLOCK_CODES=False`` is the GEMM's mode: NaN blocks then get a finite scale byte and
+    stand-in codes (its tests compare only NaN-free blocks with the oracle)."""
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -122,7 +222,7 @@ def quantize_kernel(
         mask=mask_m[:, None] & (offs_k < K)[None, :],
         other=0.0,
     )
-    packed, scales = quantize_tile(x, BLOCK_M, BLOCK_K, QUANT_PATH)
+    packed, scales, _ = quantize_tile(x, BLOCK_M, BLOCK_K, QUANT_PATH, NAN_BLOCK_CODES)
     offs_q = pid_k * (BLOCK_K // 2) + tl.arange(0, BLOCK_K // 2)
     tl.store(
         q_ptr + offs_m[:, None] * stride_qm + offs_q[None, :],

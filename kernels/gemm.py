@@ -11,6 +11,7 @@ The torch twin of this kernel is :func:`kernels.reference.reference_gemm`.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -43,14 +44,23 @@ class _Plan:
     options: dict[str, Any]  # launch options: num_warps, num_stages, AMD hints
 
 
-def _kernel_constexprs(cfg: GemmConfig, splits: int, quant_path: QuantPath) -> dict[str, Any]:
-    """The tile constexprs of a config: what the launcher passes and the ISA gate compiles."""
+def _kernel_constexprs(
+    cfg: GemmConfig, splits: int, quant_path: QuantPath, k: int, *, compiled: bool = True
+) -> dict[str, Any]:
+    """The tile constexprs of a config: what the launcher passes and the ISA gate compiles.
+
+    ``EVEN_K``: BLOCK_K divides K, so every K step is whole and the kernel's loads are unmasked
+    (splits are whole BLOCK_K steps, see :func:`kernels.gemm_config.k_per_split`).
+    ``HW_BF16``: the output is rounded by the device's RNE conversion, which the interpreter
+    (``compiled=False``) lacks: its cast truncates."""
     return {
         "BLOCK_M": cfg.block_m,
         "BLOCK_N": cfg.block_n,
         "BLOCK_K": cfg.block_k,
         "SPLIT_K": splits,
         "QUANT_PATH": int(quant_path),
+        "EVEN_K": k % cfg.block_k == 0,
+        "HW_BF16": compiled,
     }
 
 
@@ -58,7 +68,7 @@ def _kernel_constexprs(cfg: GemmConfig, splits: int, quant_path: QuantPath) -> d
 def _plan(m: int, n: int, k: int, cfg: GemmConfig, info: DeviceInfo) -> _Plan:
     splits = effective_splits(k, cfg)
     grid = (math.ceil(m / cfg.block_m) * math.ceil(n / cfg.block_n), splits)
-    constexprs = _kernel_constexprs(cfg, splits, quant_impl(info))
+    constexprs = _kernel_constexprs(cfg, splits, quant_impl(info), k, compiled=not interpret_mode())
     options: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
     if info.vendor == "amd" and not interpret_mode():
         options.update(amd_options(cfg))
@@ -355,24 +365,29 @@ def custom_kernel(data) -> torch.Tensor:
 MODEL_SAMPLE_SHAPES = ((1, 7168, 7168), (8, 2112, 2048), (128, 4096, 512), (256, 7168, 7168))
 
 
-def compile_spec(cfg: GemmConfig, target: str) -> CompileSpec:
-    """The GEMM kernel specialised as the launcher runs it with ``cfg`` on ``target``."""
+def compile_spec(cfg: GemmConfig, target: str, shape: tuple[int, int, int]) -> CompileSpec:
+    """The GEMM kernel specialised as the launcher runs it with ``cfg`` on ``target`` for the
+    problem ``shape`` (M, N, K): the shape fixes the splits and ``EVEN_K``, and the ISA gate
+    needs it for the per-wave cost and the grid fill (:func:`static_workload`)."""
     from kernels._gemm_kernel import gemm_a16wfp4_kernel
 
+    m, n, k = shape
     quant_path = get_target(target).quant_path
-    split = cfg.split_k > 1
+    splits = effective_splits(k, cfg)
+    split = splits > 1
     signature = {
         "a_ptr": "*bf16", "b_ptr": "*u8", "bs_ptr": "*u8", "c_ptr": "*fp32" if split else "*bf16",
         "M": "i32", "N": "i32", "K": "i32", "K_PER_SPLIT": "i32",
         "stride_am": "i32", "stride_ak": "constexpr", "stride_bn": "i32", "stride_bsn": "i32",
         "stride_cs": "i32" if split else "constexpr", "stride_cm": "i32", "stride_cn": "constexpr",
         "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
-        "SPLIT_K": "constexpr", "QUANT_PATH": "constexpr",
+        "SPLIT_K": "constexpr", "QUANT_PATH": "constexpr", "EVEN_K": "constexpr",
+        "HW_BF16": "constexpr",
     }  # fmt: skip
     constexprs = {
         "stride_ak": 1,
         "stride_cn": 1,
-        **_kernel_constexprs(cfg, cfg.split_k, quant_path),
+        **_kernel_constexprs(cfg, splits, quant_path, k),
     }
     if not split:
         constexprs["stride_cs"] = 0
@@ -396,15 +411,33 @@ def compile_spec(cfg: GemmConfig, target: str) -> CompileSpec:
         constexprs=constexprs,
         num_warps=cfg.num_warps,
         num_stages=cfg.num_stages,
-        config=cfg.as_dict(),
+        config={"m": m, "n": n, "k": k, **cfg.as_dict()},
         aligned=aligned + (("stride_cs",) if split else ()),
         options=amd_options(cfg),
     )
 
 
+def static_workload(config: dict[str, Any]) -> dict[str, int] | None:
+    """What one launch of a spec's config does, for the ISA gate's cost figures: ``k_steps``
+    (main-loop steps of the longest split's program) and ``workgroups`` (programs in the grid).
+    ``None`` for a config without a shape."""
+    if not {"m", "n", "k"} <= config.keys():
+        return None
+    fields = {f.name for f in dataclasses.fields(GemmConfig)}
+    cfg = GemmConfig(**{key: v for key, v in config.items() if key in fields})
+    m, n, k = config["m"], config["n"], config["k"]
+    return {
+        "k_steps": math.ceil(k_per_split(k, cfg) / cfg.block_k),
+        "workgroups": math.ceil(m / cfg.block_m)
+        * math.ceil(n / cfg.block_n)
+        * effective_splits(k, cfg),
+    }
+
+
 def compile_specs(target: str) -> list[CompileSpec]:
-    """Every tuned config of ``target``, plus the model's configs for the sample shapes."""
+    """Every tuned config of ``target`` with its shape, plus the model's configs for the sample
+    shapes."""
     info = TARGET_DEVICES[get_target(target).name]
-    modelled = (model_config(*s, info.compute_units) for s in MODEL_SAMPLE_SHAPES)
-    configs = list(dict.fromkeys([*tuned_table(info).values(), *modelled]))
-    return [compile_spec(cfg, target) for cfg in configs]
+    tuned = list(tuned_table(info).items())
+    modelled = [(s, model_config(*s, info.compute_units)) for s in MODEL_SAMPLE_SHAPES]
+    return [compile_spec(cfg, target, shape) for shape, cfg in tuned + modelled]

@@ -27,7 +27,7 @@ class GemmConfig:
             return isinstance(v, int) and v > 0 and v & (v - 1) == 0
 
         checks = [
-            ("block_m", pow2(self.block_m) and self.block_m >= 16, "a power of two >= 16"),
+            ("block_m", pow2(self.block_m) and self.block_m >= 4, "a power of two >= 4"),
             ("block_n", pow2(self.block_n) and self.block_n >= 32, "a power of two >= 32"),
             ("block_k", pow2(self.block_k) and self.block_k >= 64, "a power of two >= 64"),
             ("split_k", isinstance(self.split_k, int) and self.split_k >= 1, "an int >= 1"),

@@ -27,13 +27,15 @@ def quant_impl(info: DeviceInfo | None = None) -> QuantPath:
 def check_impl(impl: QuantPath | None, info: DeviceInfo | None = None) -> QuantPath:
     """Validate an explicit path request against the device (``None``: the device's path).
 
-    The portable path runs everywhere; any other path only where it is the device's own."""
+    The portable path and the emulation of the gfx950 instruction (plain ``tl``) run everywhere;
+    the inline-asm path only where it is the device's own."""
     own = quant_impl(info)
     if impl is None:
         return own
     if not isinstance(impl, QuantPath):
         raise ValueError(f"impl must be a kernels.targets.QuantPath or None, got {impl!r}")
-    if impl is not QuantPath.PORTABLE and impl is not own:
+    anywhere = (QuantPath.PORTABLE, QuantPath.GFX950_EMULATED)
+    if impl not in anywhere and impl is not own:
         raise ValueError(
             f"impl={impl.name} cannot run on this device ({(info or device_info()).arch!r}, "
             f"whose path is {own.name})"
@@ -43,9 +45,18 @@ def check_impl(impl: QuantPath | None, info: DeviceInfo | None = None) -> QuantP
 
 
 def quantize_mxfp4_triton(
-    x: torch.Tensor, *, impl: QuantPath | None = None, block_m: int = 16, block_k: int = 256
+    x: torch.Tensor,
+    *,
+    impl: QuantPath | None = None,
+    block_m: int = 16,
+    block_k: int = 256,
+    nan_block_codes: bool = True,
 ):
-    """Quantize bf16 ``x`` (M, K) with the GEMM's in-kernel quantizer; same contract as the oracle."""
+    """Quantize bf16 ``x`` (M, K) with the GEMM's in-kernel quantizer; same contract as the oracle.
+
+    ``nan_block_codes=False`` runs the GEMM's own mode, in which a block holding a NaN gets a
+    finite stand-in scale and codes (the GEMM poisons the row instead): only blocks without NaN
+    then match the oracle (:mod:`kernels._quant`)."""
     from kernels._quant import quantize_kernel
 
     if not isinstance(x, torch.Tensor) or x.dtype != torch.bfloat16 or x.dim() != 2:
@@ -65,5 +76,6 @@ def quantize_mxfp4_triton(
     quantize_kernel[grid](
         x, packed, scales, m, k, x.stride(0), packed.stride(0), scales.stride(0),
         BLOCK_M=block_m, BLOCK_K=block_k, QUANT_PATH=int(path),
+        NAN_BLOCK_CODES=bool(nan_block_codes),
     )  # fmt: skip
     return packed, scales

@@ -25,6 +25,9 @@ class QuantPath(enum.IntEnum):
 
     PORTABLE = 0  # seven threshold comparisons in plain tl: every target and the interpreter
     GFX950_CVT = 1  # v_cvt_scalef32_pk_fp4_bf16 through inline asm
+    # GFX950_CVT's operand preparation, then a plain-tl model of the instruction: runs anywhere
+    # (the interpreter included), so a CPU test checks what the asm path hands the instruction
+    GFX950_EMULATED = 2
 
 
 @dataclass(frozen=True)

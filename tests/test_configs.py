@@ -21,8 +21,8 @@ from kernels.shapes import GRID_NK, LEADERBOARD
 @pytest.mark.parametrize(
     ("field", "value", "match"),
     [
-        ("block_m", 8, "block_m must be a power of two >= 16"),
-        ("block_m", 48, "block_m must be a power of two >= 16"),
+        ("block_m", 2, "block_m must be a power of two >= 4"),
+        ("block_m", 48, "block_m must be a power of two >= 4"),
         ("block_n", 16, "block_n must be a power of two >= 32"),
         ("block_k", 32, "block_k must be a power of two >= 64"),
         ("split_k", 0, "split_k must be an int >= 1"),

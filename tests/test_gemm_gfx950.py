@@ -27,7 +27,7 @@ from kernels.configs import select_config
 from kernels.device import MI355X
 from kernels.gemm import compile_spec
 shape = tuple(int(v) for v in sys.argv[1].split(","))
-print(compile_spec(select_config(*shape, MI355X), "gfx950").compile("gfx950").asm["amdgcn"])
+print(compile_spec(select_config(*shape, MI355X), "gfx950", shape).compile("gfx950").asm["amdgcn"])
 """
 _QUANT = """
 import sys
@@ -37,8 +37,9 @@ signature = {
     "x_ptr": "*bf16", "q_ptr": "*u8", "s_ptr": "*u8", "M": "i32", "K": "i32",
     "stride_xm": "i32", "stride_qm": "i32", "stride_sm": "i32",
     "BLOCK_M": "constexpr", "BLOCK_K": "constexpr", "QUANT_PATH": "constexpr",
+    "NAN_BLOCK_CODES": "constexpr",
 }
-constexprs = {"BLOCK_M": 16, "BLOCK_K": 256, "QUANT_PATH": int(sys.argv[1])}
+constexprs = {"BLOCK_M": 16, "BLOCK_K": 256, "QUANT_PATH": int(sys.argv[1]), "NAN_BLOCK_CODES": True}
 print(CompileSpec("quantize", quantize_kernel, signature, constexprs).compile("gfx950").asm["amdgcn"])
 """
 

@@ -22,20 +22,36 @@ def _bf16(patterns: list[int], m: int, k: int, device) -> torch.Tensor:
     return x.reshape(m, k).to(device)
 
 
-def _assert_same_as_oracle(x: torch.Tensor) -> None:
-    packed, scales = quantize_mxfp4_triton(x)
+# The paths a test runs: the device's own, and the model of the gfx950 instruction fed by the
+# asm path's own operand preparation (plain tl, so it runs in the interpreter and on any GPU):
+# a wrong scale operand or nibble order for v_cvt_scalef32_pk_fp4_bf16 fails here on a CPU.
+PATHS = [None, QuantPath.GFX950_EMULATED]
+PATH_IDS = ["device", "gfx950-emulated"]
+
+
+def _assert_same_as_oracle(x: torch.Tensor, impl: QuantPath | None = None) -> None:
+    packed, scales = quantize_mxfp4_triton(x, impl=impl)
     want_p, want_s = quantize_mxfp4(x.cpu())
     assert torch.equal(scales.cpu(), want_s)
     assert torch.equal(packed.cpu(), want_p)
+    # The GEMM's mode (no NaN-block fix-up) must agree on every block without a NaN, and its
+    # block maximum must flag exactly the oracle's NaN blocks (scale 0xFF).
+    gemm_p, gemm_s = quantize_mxfp4_triton(x, impl=impl, nan_block_codes=False)
+    nan_block = want_s == 0xFF
+    assert torch.equal(gemm_s.cpu()[~nan_block], want_s[~nan_block])
+    assert bool((gemm_s.cpu()[nan_block] != 0xFF).all())  # a finite stand-in scale (253, 254)
+    nan_bytes = nan_block.repeat_interleave(16, dim=-1)
+    assert torch.equal(gemm_p.cpu()[~nan_bytes], want_p[~nan_bytes])
 
 
 # Any 16-bit pattern: NaNs of both signs, infinities, subnormals, zeros of both signs.
-@given(st.data())
-def test_any_bf16_bit_pattern_quantizes_like_the_oracle(device, data):
+@pytest.mark.parametrize("impl", PATHS, ids=PATH_IDS)
+@given(data=st.data())
+def test_any_bf16_bit_pattern_quantizes_like_the_oracle(device, impl, data):
     m = data.draw(st.integers(1, 20), label="m")
     k = data.draw(st.sampled_from([64, 256, 320]), label="k")
     patterns = data.draw(st.lists(st.integers(0, 0xFFFF), min_size=m * k, max_size=m * k))
-    _assert_same_as_oracle(_bf16(patterns, m, k, device))
+    _assert_same_as_oracle(_bf16(patterns, m, k, device), impl)
 
 
 # Values packed around the rounding thresholds of one scale, where an off-by-one in the rounding
@@ -49,10 +65,12 @@ def test_any_bf16_bit_pattern_quantizes_like_the_oracle(device, data):
 )
 def test_ties_quantize_like_the_oracle(device, values):
     x = torch.tensor([[6.0, *values[:31], -6.0, *values[31:]]], dtype=torch.bfloat16, device=device)
-    _assert_same_as_oracle(x)
+    for impl in PATHS:
+        _assert_same_as_oracle(x, impl)
 
 
-def test_edge_table_quantizes_like_the_oracle(device):
+@pytest.mark.parametrize("impl", PATHS, ids=PATH_IDS)
+def test_edge_table_quantizes_like_the_oracle(device, impl):
     specials = [
         0x0000, 0x8000,  # +0, -0
         0x0001, 0x007F, 0x8001,  # subnormals: the clamped scale turns the largest into code 4
@@ -67,7 +85,24 @@ def test_edge_table_quantizes_like_the_oracle(device):
         row[i % 32] = specials[i]
         rows.append(row)
     flat = [v for r in rows for v in r]
-    _assert_same_as_oracle(_bf16(flat, len(rows), 64, device))
+    _assert_same_as_oracle(_bf16(flat, len(rows), 64, device), impl)
+
+
+# Block maxima where the scale byte changes, and the NaN/inf boundary of the integer maximum:
+# 0x7F80 (+inf) must not flag a NaN, 0x7F81 (the smallest NaN) must; 0x7FFF is the largest NaN
+# (its rounded exponent field overflows to 0x100); 0x0000 gives byte 0; 0x3F5F/0x3F60 straddle
+# the round-up of the mantissa (fraction 0.75 of a binade rounds up); 0x7F7F/0x7F60 are the
+# largest finite values, whose rounding reaches exponent field 255 (byte 253).
+@pytest.mark.parametrize("impl", PATHS, ids=PATH_IDS)
+@pytest.mark.parametrize(
+    "top", [0x0000, 0x0001, 0x3F5F, 0x3F60, 0x7F5F, 0x7F60, 0x7F7F, 0x7F80, 0x7F81, 0x7FFF]
+)
+def test_block_maximum_boundaries(device, impl, top):
+    for sign in (0x0000, 0x8000):
+        row = [0x3C00 + 3 * j for j in range(64)]
+        row[5] = top | sign  # the block maximum, either sign
+        row[40] = (top | sign) ^ 0x8000  # the other block, opposite sign
+        _assert_same_as_oracle(_bf16(row, 1, 64, device), impl)
 
 
 def test_implementation_follows_the_target():
@@ -75,6 +110,7 @@ def test_implementation_follows_the_target():
     expected = QuantPath.GFX950_CVT if on_gfx950 else QuantPath.PORTABLE
     assert quant_impl() is expected
     assert check_impl(QuantPath.PORTABLE) is QuantPath.PORTABLE  # runs everywhere
+    assert check_impl(QuantPath.GFX950_EMULATED) is QuantPath.GFX950_EMULATED  # plain tl
     if not on_gfx950:
         with pytest.raises(ValueError, match="impl=GFX950_CVT cannot run on this device"):
             check_impl(QuantPath.GFX950_CVT)

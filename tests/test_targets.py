@@ -56,7 +56,11 @@ def test_unknown_target_names_the_known_ones():
 
 def test_quant_path_values_are_frozen():
     # the values are compiled into the kernels' specialisation and the ISA baselines' keys
-    assert {p.name: int(p) for p in QuantPath} == {"PORTABLE": 0, "GFX950_CVT": 1}
+    assert {p.name: int(p) for p in QuantPath} == {
+        "PORTABLE": 0,
+        "GFX950_CVT": 1,
+        "GFX950_EMULATED": 2,
+    }
 
 
 def test_targets_are_immutable():
