@@ -13,8 +13,8 @@ Before any timing every output is checked against the reference, so a wrong kern
 baseline. See docs/perfgate-bench.md.
 
 How it is loaded (decided here, once): ``python -m perfgate bench`` passes ``-p perfgate.plugin``,
-and a plain ``pytest tests/perf`` gets it from ``tests/perf/conftest.py``, which imports it under
-the same name only when it is not registered yet, so its options are never added twice. There is
+and every pytest run of the suite gets it from ``pytest_plugins`` in the root ``tests/conftest.py``
+(pytest reads that before parsing options; the same name is registered once). There is
 no ``pytest11`` entry point: from a checkout without ``pip install -e .`` it would not exist, and
 where it does it loads the plugin into every pytest run of the environment under the entry
 point's name, so that a later ``-p perfgate.plugin`` would register the same module a second time

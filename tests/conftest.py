@@ -14,6 +14,12 @@ import os
 
 from perfgate.gpu_pinning import pin_xdist_worker
 
+# perfgate's pytest plugin (the benchmark harness, --perfgate-* options) for every run from the
+# root: declared here, where pytest reads it before parsing options. A tests/perf/conftest.py
+# that imported it would register options after parsing when the whole tree is collected.
+# `python -m perfgate bench` also passes `-p perfgate.plugin`; pytest registers it once.
+pytest_plugins = ("perfgate.plugin",)
+
 # one GPU per pytest-xdist worker; must precede every torch.cuda call in this process
 pin_xdist_worker()
 

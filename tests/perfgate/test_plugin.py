@@ -5,8 +5,6 @@ mode's round-robin setup/teardown."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -16,7 +14,8 @@ from perfgate.shapes import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_
 
 pytest_plugins = ["pytester"]
 
-PERF_CONFTEST = Path(__file__).resolve().parents[1] / "perf" / "conftest.py"
+# what tests/conftest.py declares (pytest reads pytest_plugins only from the root conftest)
+ROOT_CONFTEST_LINE = 'pytest_plugins = ("perfgate.plugin",)\n'
 
 
 def _bf16(bits: list[int]) -> torch.Tensor:
@@ -99,11 +98,22 @@ def test_uses_harness(harness):
 
 
 def test_options_appear_once_with_p_and_conftest(pytester):
-    pytester.makeconftest(PERF_CONFTEST.read_text(encoding="utf-8"))
+    pytester.makeconftest(ROOT_CONFTEST_LINE)
     for args in ((), ("-p", "perfgate.plugin")):
         result = pytester.runpytest(*args, "--help")
         assert result.ret == 0
         assert sum("--perfgate-mode" in line for line in result.outlines) == 1
+
+
+def test_a_whole_tree_run_sees_the_options(pytester):
+    # the suite is collected from its root: the plugin's options must exist before parsing
+    # (a conftest below the root that imported the plugin broke exactly this)
+    pytester.makeconftest(ROOT_CONFTEST_LINE)
+    pytester.mkdir("perf").joinpath("test_b.py").write_text(BENCH_OK, encoding="utf-8")
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = pytester.runpytest("--co", "-q")
+    assert result.ret == 0, result.stderr.str()
+    result.stdout.fnmatch_lines(["*test_plain*"])
 
 
 def test_plugin_alone_registers_options_and_validates(pytester):
