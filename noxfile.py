@@ -4,12 +4,20 @@ Every session is small and passes ``session.posargs`` through. ``nox --no-venv -
 runs in the current environment (the ROCm container, a GPU box with torch and triton already
 installed) and installs nothing into it except the suite itself in editable mode.
 
-On a machine without a GPU, ``test`` builds a virtualenv with the CPU build of torch 2.13.0 and
-triton >= 3.8, whose interpreter (``TRITON_INTERPRET=1``) runs ``tl.dot_scaled``.
+Sessions that need torch (``test``, ``isa``, ``build``, ``bench``, ``update_baselines``) share
+ONE virtualenv instead of one each (each used to hold its own multi-gigabyte torch):
+``.nox/shared-cpu`` on a machine without a GPU (the CPU build of torch 2.13.0 and triton 3.9.0,
+whose interpreter runs ``tl.dot_scaled``), ``.nox/shared-gpu`` on a GPU box (torch as pip
+resolves it there). It is filled once; a stamp of its requirements means the next session
+installs nothing until ``pyproject.toml`` or the pins below change. nox still makes its own
+empty per-session venv (without pip: a few hundred kilobytes) and every command runs from the
+shared one. ``bench`` and ``update_baselines`` look for a GPU before installing anything.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 import sys
@@ -27,12 +35,19 @@ nox.options.sessions = ["test"]
 nox.options.reuse_existing_virtualenvs = True
 
 # The CPU build of torch 2.13.0 is what these machines cache; an unpinned torch pulls a
-# multi-gigabyte CUDA build. Triton >= 3.8 is the first whose interpreter runs dot_scaled.
+# multi-gigabyte CUDA build.
 CPU_TORCH = "torch==2.13.0"
-CPU_TRITON = "triton>=3.8,<3.10"
 # The static ISA baselines are compiler output: they are made with, and checked against, exactly
-# this triton (on the H200, triton 3.6 changed spills and LDS of several sm90 configs).
-ISA_TRITON = "triton==3.9.0"
+# this triton (on the H200, triton 3.6 changed spills and LDS of several sm90 configs). The CPU
+# test env uses it too (>= 3.8 is the first whose interpreter runs dot_scaled), so `isa` and
+# `update_baselines -- --isa` run in the same env with the same compiler by construction.
+ISA_TRITON_VERSION = "3.9.0"
+ISA_TRITON = f"triton=={ISA_TRITON_VERSION}"
+CPU_TRITON = ISA_TRITON
+# Every extra the torch sessions use between them: one env serves them all.
+SHARED_EXTRAS = ("test", "perf", "container", "isa")
+# The session's own venv only hosts nox's bookkeeping; without pip it is tiny and fast to make.
+EMPTY_VENV = ["--without-pip"]
 
 
 def _has_gpu() -> bool:
@@ -46,47 +61,110 @@ def _extra_requirements(*extras: str) -> list[str]:
     return [req for extra in extras for req in optional[extra]]
 
 
+def _in_place(session: nox.Session) -> bool:
+    return session.venv_backend == "none"
+
+
 def _pip(session: nox.Session, *args: str) -> None:
     """pip install into the session's venv, or into the current environment under --no-venv
     (where nox forbids session.install)."""
-    if session.venv_backend == "none":
+    if _in_place(session):
         session.run("python", "-m", "pip", "install", *args)
     else:
         session.install(*args)
 
 
-def _install(
-    session: nox.Session, *extras: str, with_torch: bool = True, triton: str = CPU_TRITON
-) -> None:
-    """Install the suite (editable) and the requirements of ``extras``.
+class SharedEnv:
+    """The virtualenv the torch sessions share (``location`` None: the current environment)."""
 
-    In a fresh venv on a machine without a GPU, the CPU build of torch and a triton whose
-    interpreter runs dot_scaled come first. Under ``--no-venv`` the environment owns torch and
-    triton (the ROCm container ships triton under another distribution name, and GPU boxes may be
-    offline), so the suite goes in without resolving dependencies or fetching a build backend.
-    ``with_torch=False`` is for host-side launchers that never import torch.
+    def __init__(self, kind: str | None, location: Path | None):
+        self.kind = kind
+        self.location = location
+
+    def run(self, session: nox.Session, *cmd: str, **kwargs) -> str | bool | None:
+        """``session.run`` with ``cmd[0]`` taken from this env's bin directory."""
+        if self.location is None:
+            return session.run(*cmd, **kwargs)
+        bin_dir = self.location / "bin"
+        env = {
+            "VIRTUAL_ENV": str(self.location),
+            "PATH": os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]),
+            **kwargs.pop("env", {}),
+        }
+        return session.run(str(bin_dir / cmd[0]), *cmd[1:], env=env, external=True, **kwargs)
+
+
+def _shared_requirements(kind: str) -> list[list[str]]:
+    """The pip install commands that fill an env of ``kind``, in order."""
+    torch_first = [[CPU_TORCH, CPU_TRITON]] if kind == "cpu" else []
+    return [*torch_first, ["-e", "."], _extra_requirements(*SHARED_EXTRAS)]
+
+
+def _stamp(kind: str) -> str:
+    digest = hashlib.sha256()
+    digest.update(json.dumps(_shared_requirements(kind)).encode())
+    digest.update(Path("pyproject.toml").read_bytes())  # editable-install metadata, scripts
+    digest.update(sys.version.encode())
+    return digest.hexdigest()
+
+
+def shared_env(session: nox.Session, *extras: str, kind: str | None = None) -> SharedEnv:
+    """The env to run ``session``'s commands in, with the suite installed.
+
+    Under ``--no-venv``: the current environment, where only the suite (editable, no dependency
+    resolution, no build isolation: works offline) and ``extras`` are installed. Otherwise the
+    shared venv of ``kind`` ("cpu", "gpu"; default: whether this machine has a GPU), created and
+    filled only when its stamp is missing or stale.
     """
-    in_place = session.venv_backend == "none"
-    if with_torch and not in_place and not _has_gpu():
-        _pip(session, CPU_TORCH, triton)
-    if in_place:
+    if _in_place(session):
         _pip(session, "--no-deps", "--no-build-isolation", "-e", ".")
-    else:
-        _pip(session, *([] if with_torch else ["--no-deps"]), "-e", ".")
-    if extras:
-        _pip(session, *_extra_requirements(*extras))
+        if extras:
+            _pip(session, *_extra_requirements(*extras))
+        return SharedEnv(None, None)
+    kind = kind or ("gpu" if _has_gpu() else "cpu")
+    location = Path(session.virtualenv.location).parent / f"shared-{kind}"
+    stamp_file = location / ".mxfp4-stamp"
+    stamp = _stamp(kind)
+    if stamp_file.is_file() and stamp_file.read_text() == stamp:
+        session.log(f"shared {kind} env up to date: {location}")
+        return SharedEnv(kind, location)
+    if not (location / "bin" / "python").exists():
+        session.run(sys.executable, "-m", "venv", str(location), external=True)
+    python = str(location / "bin" / "python")
+    for requirement in _shared_requirements(kind):
+        session.run(python, "-m", "pip", "install", "--quiet", *requirement, external=True)
+    stamp_file.parent.mkdir(parents=True, exist_ok=True)
+    stamp_file.write_text(stamp)
+    return SharedEnv(kind, location)
 
 
-@nox.session
+def _check_isa_triton(session: nox.Session, env: SharedEnv) -> None:
+    """Refuse to compare or write ISA baselines with another compiler than they record."""
+    found = env.run(
+        session, "python", "-c", "import triton; print(triton.__version__)", silent=True
+    )
+    version = str(found).strip().splitlines()[-1] if found else "unknown"
+    if version != ISA_TRITON_VERSION:
+        session.error(
+            f"the ISA baselines are made and checked with triton {ISA_TRITON_VERSION}; this "
+            f"environment has triton {version}. Run without --no-venv (the shared CPU env pins it)."
+        )
+
+
+def _no_gpu_message(command: str) -> str:
+    return (
+        f"{command}: no GPU on this machine (no nvidia-smi on PATH, no /dev/kfd); "
+        "nothing installed, ran no benchmarks"
+    )
+
+
+@nox.session(venv_params=EMPTY_VENV)
 def test(session: nox.Session) -> None:
     """Correctness tests (everything but benchmarks). On a CPU, Triton runs in its interpreter."""
     # In place (--no-venv: the ROCm image, a GPU box), only the test and perf extras: the Docker
     # SDK and ziglang tests skip with their reason where those are not installed.
-    extras = (
-        ("test", "perf") if session.venv_backend == "none" else ("test", "perf", "container", "isa")
-    )
-    _install(session, *extras)
-    session.run("pytest", "-m", "not bench", *session.posargs)
+    env = shared_env(session, "test", "perf")
+    env.run(session, "pytest", "-m", "not bench", *session.posargs)
 
 
 @nox.session
@@ -113,22 +191,27 @@ def lint(session: nox.Session) -> None:
     )
 
 
-@nox.session
+@nox.session(venv_params=EMPTY_VENV)
 def build(session: nox.Session) -> None:
     """Build the native split-K reducer ahead of time (hipcc on ROCm, nvcc on CUDA)."""
-    _install(session)
-    session.run("python", "-m", "kernels.reducer.build", *session.posargs)
+    env = shared_env(session)
+    env.run(session, "python", "-m", "kernels.reducer.build", *session.posargs)
 
 
-@nox.session
+def _isa_targets(session: nox.Session, env: SharedEnv) -> list[str]:
+    from_registry = "from perfgate.isa.collect import TARGETS; print(' '.join(TARGETS))"
+    return str(env.run(session, "python", "-c", from_registry, silent=True)).split()
+
+
+@nox.session(venv_params=EMPTY_VENV)
 def isa(session: nox.Session) -> None:
     """Static gate for every target that compiles on a CPU: compile every shipped config and
     compare with the baseline."""
-    _install(session, "perf", "isa", triton=ISA_TRITON)
-    from_registry = "from perfgate.isa.collect import TARGETS; print(' '.join(TARGETS))"
-    targets = session.run("python", "-c", from_registry, silent=True).split()
-    for target in targets:
-        session.run(
+    env = shared_env(session, "perf", "isa", kind="cpu")
+    _check_isa_triton(session, env)
+    for target in _isa_targets(session, env):
+        env.run(
+            session,
             "python",
             "-m",
             "perfgate",
@@ -141,19 +224,30 @@ def isa(session: nox.Session) -> None:
         )
 
 
-@nox.session
+@nox.session(venv_params=EMPTY_VENV)
 def bench(session: nox.Session) -> None:
     """Benchmark on this GPU and gate against this device's stored baseline (no GPU: exit 0)."""
-    _install(session, "test", "perf")
-    session.run("python", "-m", "perfgate", "bench", *session.posargs)
+    if not _has_gpu():
+        if os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0"):
+            session.error(_no_gpu_message("bench") + " (PERFGATE_REQUIRE_GPU is set)")
+        session.skip(_no_gpu_message("bench"))
+    env = shared_env(session, "test", "perf")
+    env.run(session, "python", "-m", "perfgate", "bench", *session.posargs)
 
 
-@nox.session
+@nox.session(venv_params=EMPTY_VENV)
 def update_baselines(session: nox.Session) -> None:
     """Rewrite this device's baselines (``-- --isa`` rewrites the static ISA baselines instead)."""
-    # ziglang only for --isa: GPU boxes that refresh timing baselines may be offline without it
-    _install(session, "test", "perf", *(("isa",) if "--isa" in session.posargs else ()))
-    session.run("python", "-m", "perfgate", "update-baselines", *session.posargs)
+    isa_only = "--isa" in session.posargs
+    if isa_only:
+        # The same env and compiler as `nox -s isa`, which checks what this writes.
+        env = shared_env(session, "test", "perf", "isa", kind="cpu")
+        _check_isa_triton(session, env)
+    else:
+        if not _has_gpu():
+            session.error(_no_gpu_message("update_baselines") + "; no baseline written")
+        env = shared_env(session, "test", "perf")
+    env.run(session, "python", "-m", "perfgate", "update-baselines", *session.posargs)
 
 
 @nox.session
@@ -161,5 +255,7 @@ def container(session: nox.Session) -> None:
     """Build the ROCm image with the Docker SDK and run ``nox --no-venv -s <session>`` inside."""
     # Only the launcher runs on the host: torch and triton are the image's, so the runner never
     # downloads a multi-GB torch.
-    _install(session, "container", with_torch=False)
+    isolation = ["--no-build-isolation"] if _in_place(session) else []
+    _pip(session, "--no-deps", *isolation, "-e", ".")
+    _pip(session, *_extra_requirements("container"))
     session.run("python", "-m", "perfgate.container", *session.posargs)

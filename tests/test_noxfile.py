@@ -1,0 +1,151 @@
+"""noxfile.py with a stand-in for nox: which sessions share one venv, what is installed when, and
+that the ISA refresh and check use one compiler. Nothing is installed or run."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class Skipped(Exception):
+    pass
+
+
+class Errored(Exception):
+    pass
+
+
+class FakeSession:
+    """Records every command; answers the triton version query with ``triton``."""
+
+    def __init__(self, envdir: Path, name: str, *posargs: str, in_place=False, triton="3.9.0"):
+        self.posargs = list(posargs)
+        self.venv_backend = "none" if in_place else "venv"
+        self.virtualenv = SimpleNamespace(location=str(envdir / name))
+        self.triton = triton
+        self.runs: list[tuple[str, ...]] = []
+        self.installs: list[tuple[str, ...]] = []
+
+    def run(self, *args, **kwargs):
+        self.runs.append(tuple(str(a) for a in args))
+        if "triton.__version__" in " ".join(args):
+            return f"{self.triton}\n"
+        if "TARGETS" in " ".join(args):
+            return "gfx950 sm90\n"
+        return True
+
+    def install(self, *args, **kwargs):
+        self.installs.append(args)
+
+    def log(self, *args, **kwargs):
+        pass
+
+    def skip(self, reason):
+        raise Skipped(reason)
+
+    def error(self, reason):
+        raise Errored(reason)
+
+
+@pytest.fixture
+def noxfile(monkeypatch):
+    fake_nox = types.ModuleType("nox")
+    fake_nox.options = SimpleNamespace()
+    fake_nox.Session = FakeSession
+    fake_nox.session = lambda func=None, **kwargs: func if func is not None else (lambda f: f)
+    monkeypatch.setitem(sys.modules, "nox", fake_nox)
+    monkeypatch.chdir(ROOT)  # the noxfile reads pyproject.toml from the project root
+    monkeypatch.delenv("PERFGATE_REQUIRE_GPU", raising=False)
+    spec = importlib.util.spec_from_file_location("noxfile_under_test", ROOT / "noxfile.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    monkeypatch.setattr(module, "_has_gpu", lambda: False)
+    return module
+
+
+def _pip_installs(session: FakeSession) -> list[tuple[str, ...]]:
+    return [r for r in session.runs if r[1:4] == ("-m", "pip", "install")]
+
+
+def test_bench_without_gpu_installs_nothing(noxfile, tmp_path):
+    session = FakeSession(tmp_path, "bench")
+    with pytest.raises(Skipped, match=r"no GPU on this machine.*nothing installed"):
+        noxfile.bench(session)
+    assert session.runs == [] and session.installs == []
+
+
+def test_bench_without_gpu_is_an_error_when_a_gpu_is_required(noxfile, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFGATE_REQUIRE_GPU", "1")
+    session = FakeSession(tmp_path, "bench")
+    with pytest.raises(Errored, match="PERFGATE_REQUIRE_GPU"):
+        noxfile.bench(session)
+    assert session.runs == []
+
+
+def test_update_baselines_without_gpu_fails_before_installing(noxfile, tmp_path):
+    session = FakeSession(tmp_path, "update_baselines")
+    with pytest.raises(Errored, match=r"no GPU.*no baseline written"):
+        noxfile.update_baselines(session)
+    assert session.runs == [] and session.installs == []
+
+
+def test_torch_sessions_share_one_env_filled_once(noxfile, tmp_path):
+    first = FakeSession(tmp_path, "test")
+    noxfile.test(first)
+    shared = tmp_path / "shared-cpu"
+    assert first.runs[0][-1] == str(shared)  # python -m venv <shared>
+    assert _pip_installs(first)[0][-2:] == (noxfile.CPU_TORCH, noxfile.ISA_TRITON)
+    assert first.runs[-1] == (str(shared / "bin" / "pytest"), "-m", "not bench")
+    for name, call in [("isa", noxfile.isa), ("build", noxfile.build)]:
+        later = FakeSession(tmp_path, name)
+        call(later)
+        assert _pip_installs(later) == [], f"{name} reinstalled the shared env"
+        assert all(r[0].startswith(str(shared / "bin")) for r in later.runs), name
+
+
+def test_stale_stamp_refills_the_env(noxfile, tmp_path):
+    noxfile.test(FakeSession(tmp_path, "test"))
+    (tmp_path / "shared-cpu" / ".mxfp4-stamp").write_text("made from another pyproject.toml")
+    again = FakeSession(tmp_path, "test")
+    noxfile.test(again)
+    assert len(_pip_installs(again)) == 3  # torch+triton, the suite, the extras
+
+
+def test_isa_refresh_and_check_use_one_compiler(noxfile, tmp_path, monkeypatch):
+    monkeypatch.setattr(noxfile, "_has_gpu", lambda: True)  # a GPU box refreshing ISA baselines
+    check = FakeSession(tmp_path, "isa")
+    noxfile.isa(check)
+    refresh = FakeSession(tmp_path, "update_baselines", "--isa")
+    noxfile.update_baselines(refresh)
+    # Both run from the CPU env, which pins triton to the version the baselines record.
+    assert _pip_installs(check)[0][-1] == "triton==" + noxfile.ISA_TRITON_VERSION
+    commands = [r for r in check.runs + refresh.runs if r[0] != sys.executable]  # but the venv's
+    assert all(r[0].startswith(str(tmp_path / "shared-cpu" / "bin")) for r in commands)
+    assert refresh.runs[-1][-3:] == ("perfgate", "update-baselines", "--isa")
+
+
+@pytest.mark.parametrize("session_name", ["isa", "update_baselines"])
+def test_isa_with_another_triton_in_place_is_refused(noxfile, tmp_path, session_name):
+    posargs = ("--isa",) if session_name == "update_baselines" else ()
+    session = FakeSession(tmp_path, session_name, *posargs, in_place=True, triton="3.6.0")
+    with pytest.raises(Errored, match=r"made and checked with triton 3\.9\.0.*has triton 3\.6\.0"):
+        getattr(noxfile, session_name)(session)
+    assert not any("perfgate" in r for r in session.runs)
+
+
+def test_no_venv_installs_only_the_suite_in_place(noxfile, tmp_path):
+    session = FakeSession(tmp_path, "test", "-x", in_place=True)
+    noxfile.test(session)
+    assert session.runs[0] == (
+        "python", "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-e", ".",
+    )  # fmt: skip
+    assert not any("torch" in " ".join(r) or "venv" in r for r in session.runs)
+    assert session.runs[-1] == ("pytest", "-m", "not bench", "-x")  # the README's command
+    assert not (tmp_path / "shared-cpu").exists()
