@@ -4,6 +4,7 @@ the fake device measured."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import time
 
@@ -11,6 +12,8 @@ import pytest
 
 from kernels.device import H200, MI355X
 from perfgate import timing
+
+pytest_plugins = ["pytester"]
 
 # torch reports only the 4 MB L2 of MI355X; device.py adds the 256 MB Infinity Cache
 
@@ -107,11 +110,21 @@ def test_timed_rejects_non_callable():
         timing.Timed(42)
 
 
+_BENCH_TEST = """
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from perfgate import timing
+
+{fakes}
+
+
 @pytest.mark.benchmark(timer=timing.device_clock)
-def test_pytest_benchmark_stores_device_time_not_host_time(benchmark):
-    """The whole path: marker timer -> pedantic rounds -> stats.data == the device samples."""
-    if benchmark.disabled:
-        pytest.skip("pytest-benchmark is disabled in this run")
+def test_device_time_not_host_time(benchmark):
+    assert not benchmark.disabled  # a disabled benchmark would measure nothing
     dev = FakeDevice()
     script = iter([0.5, 0.25, 0.125, 1.0, 0.75])  # ms per round; warm-up first
     setups = []
@@ -127,6 +140,21 @@ def test_pytest_benchmark_stores_device_time_not_host_time(benchmark):
         timing.quantize_seconds(ms / 1000) for ms in (0.25, 0.125, 1.0, 0.75)
     ]
     assert len(setups) == 5  # the flush ran before every round, warm-up included
+"""
+
+
+def test_pytest_benchmark_stores_device_time_not_host_time(pytester, monkeypatch):
+    """The whole path: marker timer -> pedantic rounds -> stats.data == the device samples.
+
+    Run in an inner pytest session: pytest-benchmark disables itself in any process where xdist
+    is active (``-n``, or ``PYTEST_XDIST_WORKER`` in the environment), which used to turn this
+    test into a silent skip under ``-n``. The inner session has no xdist, so it runs everywhere.
+    """
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    fakes = "\n\n".join(inspect.getsource(c) for c in (FakeDevice, FakeEvent))
+    pytester.makepyfile(test_bench=_BENCH_TEST.format(fakes=fakes))
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-q")
+    result.assert_outcomes(passed=1)
 
 
 def test_measure_refuses_a_host_timer():
