@@ -2,8 +2,8 @@
 
 - Without a GPU, ``TRITON_INTERPRET=1`` is set here, before anything imports triton, so Triton
   kernels run on CPU tensors in the interpreter.
-- Hypothesis profiles: ``ci`` (derandomized, the default under ``CI``), ``dev`` (the default
-  elsewhere) and ``thorough`` (nightly on a GPU). Pick one with ``--hypothesis-profile``.
+- Hypothesis profiles: ``ci`` (derandomized, no shrinking, the default under ``CI``), ``dev``
+  (the default elsewhere) and ``thorough`` (nightly on a GPU). Pick one with ``--hypothesis-profile``.
 - ``PERFGATE_REQUIRE_GPU=1`` (set by the GPU workflow) turns a missing GPU into a session error,
   so a GPU job can never pass by skipping every GPU test.
 """
@@ -29,8 +29,13 @@ if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 import pytest  # noqa: E402
-from hypothesis import HealthCheck, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 
+# ci: no shrink phase. Shrinking a kernel property test replays it through the interpreter
+# hundreds of times (2-5 minutes before a red CI says anything); without it the first failing
+# example is reported as found, with its values and the @reproduce_failure blob. Use the dev
+# profile locally to shrink it.
+CI_PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target]
 settings.register_profile(
     "ci",
     derandomize=True,
@@ -38,6 +43,7 @@ settings.register_profile(
     deadline=None,
     print_blob=True,
     database=None,
+    phases=CI_PHASES,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=50, deadline=None, print_blob=True)
