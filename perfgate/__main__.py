@@ -15,6 +15,8 @@ import sys
 _COMMAND_MODULES = (
     "perfgate.compare",
     "perfgate.bench",
+    "perfgate.ab",
+    "perfgate.experiments",
     "perfgate.isa",
     "perfgate.container",
 )

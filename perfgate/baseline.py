@@ -39,6 +39,10 @@ FINGERPRINT_KEYS = (
 )
 
 
+# extra_info key of a pooled baseline's per-run medians and their spread
+RUNS_KEY = "perfgate_runs"
+
+
 class BaselineError(Exception):
     """A baseline or result file that cannot be used; the message is one line naming the file."""
 
@@ -85,6 +89,7 @@ def _validate(path: Path, data: Any) -> None:
             raise fail(f"duplicate benchmark fullname {name!r}")
         seen.add(name)
         _validate_samples(fail, name, bench.get("stats"))
+        _validate_runs(fail, name, bench.get("extra_info"))
 
 
 def _validate_perfgate(fail, machine_info: Any) -> None:
@@ -135,6 +140,119 @@ def _validate_samples(fail, name: str, stats: Any) -> None:
             f"benchmark {name!r}: stats.rounds is {rounds!r} but stats.data holds "
             f"{len(samples)} samples (truncated file?)"
         )
+
+
+def _validate_runs(fail, name: str, extra_info: Any) -> None:
+    """``extra_info.perfgate_runs`` (a pooled baseline's per-run medians) must be consistent:
+    a wrong spread would move the gate's threshold without anyone seeing it."""
+    runs = extra_info.get(RUNS_KEY) if isinstance(extra_info, dict) else None
+    if runs is None:
+        return
+    where = f"benchmark {name!r}: extra_info.{RUNS_KEY}"
+    if not isinstance(runs, dict):
+        raise fail(f"{where} must be an object")
+    medians, spread = runs.get("medians"), runs.get("spread")
+    if not isinstance(medians, list) or len(medians) < 2:
+        raise fail(f"{where}.medians must list >= 2 per-run medians")
+    if not all(_positive(m) for m in medians):
+        raise fail(f"{where}.medians must be finite seconds > 0, got {medians!r}")
+    if not _positive(spread, allow_zero=True):
+        raise fail(f"{where}.spread must be a finite fraction >= 0, got {spread!r}")
+    if not math.isclose(spread, run_spread(medians), rel_tol=1e-9, abs_tol=1e-12):
+        raise fail(
+            f"{where}.spread is {spread!r} but its medians give {run_spread(medians)!r} "
+            "(edited by hand?)"
+        )
+
+
+def _positive(x: Any, *, allow_zero: bool = False) -> bool:
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+        return False
+    return x >= 0 if allow_zero else x > 0
+
+
+def run_spread(medians: list[float]) -> float:
+    """Run-to-run spread of a benchmark's medians: (max - min) / min."""
+    if len(medians) < 2 or min(medians) <= 0:
+        raise ValueError(f"medians must hold >= 2 positive values, got {medians!r}")
+    return (max(medians) - min(medians)) / min(medians)
+
+
+def drifts(data: dict[str, Any]) -> dict[str, float]:
+    """Recorded run-to-run spread by benchmark fullname (only pooled baselines have one)."""
+    out = {}
+    for b in data["benchmarks"]:
+        runs = (b.get("extra_info") or {}).get(RUNS_KEY)
+        if runs is not None:
+            out[b["fullname"]] = float(runs["spread"])
+    return out
+
+
+def pool_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """One baseline from independent runs of the same selection: the first run's file with each
+    benchmark's samples concatenated over the runs and its per-run medians and spread recorded
+    (``extra_info.perfgate_runs``). Raises BaselineError when the runs do not match."""
+    import copy
+    import statistics
+
+    if not runs:
+        raise BaselineError("no runs to pool")
+    first = runs[0]
+    names = [b["fullname"] for b in first["benchmarks"]]
+    for i, run in enumerate(runs[1:], 1):
+        if (device_key(run), mode(run)) != (device_key(first), mode(first)):
+            raise BaselineError(f"run {i} was recorded on another device or in another mode")
+        if sorted(b["fullname"] for b in run["benchmarks"]) != sorted(names):
+            raise BaselineError(f"run {i} measured other benchmarks than run 0")
+    per_run = [samples(run) for run in runs]
+    out = copy.deepcopy(first)
+    for bench in out["benchmarks"]:
+        name = bench["fullname"]
+        data = [x for s in per_run for x in s[name]]
+        bench["stats"].update(_summary(data), data=data, rounds=len(data))
+        if len(runs) >= 2:
+            medians = [statistics.median(s[name]) for s in per_run]
+            bench.setdefault("extra_info", {})[RUNS_KEY] = {
+                "runs": len(runs),
+                "rounds": [len(s[name]) for s in per_run],
+                "medians": medians,
+                "spread": run_spread(medians),
+            }
+    return out
+
+
+def append_samples(data: dict[str, Any], more: dict[str, Any]) -> None:
+    """Add the samples of ``more`` (a loaded file: more rounds of some benchmarks of the same
+    run) to ``data`` in place, keeping ``stats`` consistent with ``stats.data``."""
+    extra = samples(more)
+    for bench in data["benchmarks"]:
+        if bench["fullname"] in extra:
+            values = bench["stats"]["data"] + extra[bench["fullname"]]
+            bench["stats"].update(_summary(values), data=values, rounds=len(values))
+
+
+# What makes two baselines another device's (a different card, or a MIG/CPX slice of one).
+DEVICE_FIELDS = ("gpu_name", "arch", "compute_units")
+
+
+def device_differences(old: dict[str, Any], new: dict[str, Any]) -> str:
+    """``"arch sm90 -> gfx950, ..."`` for the device fields that differ; empty when none."""
+    return ", ".join(
+        f"{f} {old.get(f)!r} -> {new.get(f)!r}" for f in DEVICE_FIELDS if old.get(f) != new.get(f)
+    )
+
+
+def _summary(data: list[float]) -> dict[str, float]:
+    """The pytest-benchmark statistics that tools read, recomputed for pooled samples."""
+    import statistics
+
+    return {
+        "min": min(data),
+        "max": max(data),
+        "mean": statistics.fmean(data),
+        "median": statistics.median(data),
+        "stddev": statistics.stdev(data) if len(data) > 1 else 0.0,
+    }
 
 
 def perfgate_block(data: dict[str, Any]) -> dict[str, Any]:

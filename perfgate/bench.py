@@ -1,8 +1,8 @@
 """``python -m perfgate bench`` and ``update-baselines``: run the GPU benchmarks, gate or record.
 
-``bench`` runs ``pytest tests/perf`` once per timing mode (suite), writing
-``.perfgate/results/<suite>.json`` (pytest-benchmark JSON with per-round device-time samples),
-then compares it with ``perf_baselines/<device_key>/<suite>.json`` and exits as ``compare`` does:
+``bench`` runs ``pytest tests/perf`` once per timing mode, writing
+``.perfgate/results/<mode>.json`` (pytest-benchmark JSON with per-round device-time samples),
+then compares it with ``perf_baselines/<device_key>/<mode>.json`` and exits as ``compare`` does:
 0 no regression, 1 regression (or a failing benchmark), 2 unusable input. With no baseline for
 this device it exits 2 (a GPU job without a baseline must be visible, not green) unless
 ``--allow-missing-baseline``. On a machine without a GPU it prints why and exits 0, running
@@ -28,7 +28,6 @@ from typing import Any
 from perfgate.modes import MODE_NAMES
 
 REPO = Path(__file__).resolve().parents[1]
-SUITES = MODE_NAMES  # the timing modes (perfgate.modes); "suite" is their old name
 DEFAULT_MARKERS = "bench and not slow"
 DEFAULT_RESULTS = Path(".perfgate/results")
 DEFAULT_BASELINES = REPO / "perf_baselines"
@@ -66,15 +65,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="allow a new baseline that lacks benchmarks of the old one (a narrower selection)",
     )
+    update.add_argument(
+        "--runs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="independent runs to pool (default: baseline_runs of [tool.perfgate]); >= 2 "
+        "records each benchmark's run-to-run spread, which sets its threshold",
+    )
+    update.add_argument(
+        "--replace-device",
+        action="store_true",
+        help="replace a baseline recorded on another device (GPU name, arch or CU count)",
+    )
     update.set_defaults(func=update_command)
 
 
 def _common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mode",
-        choices=(*SUITES, "both"),
+        choices=(*MODE_NAMES, "both"),
         default="device",
-        help="timing mode = suite: device (kernel time, graph replay), leaderboard "
+        help="timing mode: device (kernel time, graph replay), leaderboard "
         "(events around custom_kernel), or both (default: device)",
     )
     parser.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k selection")
@@ -88,7 +100,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         "--results-dir",
         type=Path,
         default=DEFAULT_RESULTS,
-        help="where <suite>.json, <suite>.md and <suite>.compare.json go (default: %(default)s)",
+        help="where <mode>.json, <mode>.md and <mode>.compare.json go (default: %(default)s)",
     )
     parser.add_argument(
         "--baselines-dir",
@@ -108,11 +120,11 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
 
 
 # -- pure helpers (tested on the CPU) ---------------------------------------------------------
-def suites(mode: str) -> tuple[str, ...]:
+def modes(mode: str) -> tuple[str, ...]:
     if mode == "both":
-        return SUITES
-    if mode not in SUITES:
-        raise ValueError(f"mode must be one of {', '.join((*SUITES, 'both'))}, got {mode!r}")
+        return MODE_NAMES
+    if mode not in MODE_NAMES:
+        raise ValueError(f"mode must be one of {', '.join((*MODE_NAMES, 'both'))}, got {mode!r}")
     return (mode,)
 
 
@@ -128,16 +140,22 @@ def selection_given(keyword: str | None, markers: str | None, extra: list[str]) 
 
 
 def pytest_command(
-    suite: str, json_path: Path, *, keyword: str | None, markers: str | None, extra: list[str]
+    mode: str,
+    json_path: Path,
+    *,
+    keyword: str | None,
+    markers: str | None,
+    extra: list[str],
+    targets: list[str] | None = None,
 ) -> list[str]:
-    """The pytest command line for one suite (run with the repository as working directory)."""
-    if suite not in SUITES:
-        raise ValueError(f"suite must be one of {', '.join(SUITES)}, got {suite!r}")
+    """The pytest command line for one mode (run with the repository as working directory)."""
+    if mode not in MODE_NAMES:
+        raise ValueError(f"mode must be one of {', '.join(MODE_NAMES)}, got {mode!r}")
     cmd = [
         sys.executable,
         "-m",
         "pytest",
-        "tests/perf",
+        *(targets or ["tests/perf"]),
         "-p",
         "perfgate.plugin",
         "-p",
@@ -150,29 +168,29 @@ def pytest_command(
         "--benchmark-disable-gc",
         "--benchmark-sort=fullname",
         "--benchmark-columns=min,median,mean,stddev,iqr,rounds",
-        f"--perfgate-mode={suite}",
+        f"--perfgate-mode={mode}",
     ]
     if keyword is not None:
         cmd += ["-k", keyword]
     return cmd + list(extra)
 
 
-def baseline_path(baselines_dir: Path, device_key: str, suite: str) -> Path:
-    """``<baselines_dir>/<device_key>/<suite>.json``."""
-    if suite not in SUITES:
-        raise ValueError(f"suite must be one of {', '.join(SUITES)}, got {suite!r}")
+def baseline_path(baselines_dir: Path, device_key: str, mode: str) -> Path:
+    """``<baselines_dir>/<device_key>/<mode>.json``."""
+    if mode not in MODE_NAMES:
+        raise ValueError(f"mode must be one of {', '.join(MODE_NAMES)}, got {mode!r}")
     if not device_key or device_key in (".", "..") or any(c in device_key for c in "/\\"):
         raise ValueError(f"device_key must be a plain directory name, got {device_key!r}")
-    return Path(baselines_dir) / device_key / f"{suite}.json"
+    return Path(baselines_dir) / device_key / f"{mode}.json"
 
 
-def result_paths(results_dir: Path, suite: str) -> dict[str, Path]:
-    """Where one suite's results, markdown report and comparison JSON go."""
+def result_paths(results_dir: Path, mode: str) -> dict[str, Path]:
+    """Where one mode's results, markdown report and comparison JSON go."""
     results_dir = Path(results_dir)
     return {
-        "json": results_dir / f"{suite}.json",
-        "markdown": results_dir / f"{suite}.md",
-        "compare": results_dir / f"{suite}.compare.json",
+        "json": results_dir / f"{mode}.json",
+        "markdown": results_dir / f"{mode}.md",
+        "compare": results_dir / f"{mode}.compare.json",
     }
 
 
@@ -209,52 +227,52 @@ def _gate_settings(command: str, args: argparse.Namespace):
         return None
 
 
-def _rounds_override(suite: str, args: argparse.Namespace) -> list[str]:
-    """``--perfgate-rounds N`` when ``--rounds-<suite>`` was given (the plugin reads the table
+def _rounds_override(mode: str, args: argparse.Namespace) -> list[str]:
+    """``--perfgate-rounds N`` when ``--rounds-<mode>`` was given (the plugin reads the table
     otherwise); before the passthrough, so that an explicit ``-- --perfgate-rounds`` wins."""
     from perfgate import settings
 
-    rounds = settings.overrides_from(args).get(f"rounds.{suite}")
+    rounds = settings.overrides_from(args).get(f"rounds.{mode}")
     return [] if rounds is None else [f"--perfgate-rounds={rounds}"]
 
 
 # -- running ----------------------------------------------------------------------------------
-def run_suite(suite: str, args: argparse.Namespace) -> tuple[int, Path]:
-    """Run one suite's benchmarks; (exit code as compare's 0/1/2 or 0 on success, results path)."""
-    paths = result_paths(args.results_dir, suite)
+def run_mode(mode: str, args: argparse.Namespace) -> tuple[int, Path]:
+    """Run one mode's benchmarks; (exit code as compare's 0/1/2 or 0 on success, results path)."""
+    paths = result_paths(args.results_dir, mode)
     json_path = paths["json"].resolve()
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.unlink(missing_ok=True)  # never compare a stale file from an earlier run
-    extra = _rounds_override(suite, args) + passthrough(args.pytest_args)
-    cmd = pytest_command(suite, json_path, keyword=args.keyword, markers=args.markers, extra=extra)
-    print(f"perfgate: {suite} suite: {' '.join(cmd[1:])}", flush=True)
+    extra = _rounds_override(mode, args) + passthrough(args.pytest_args)
+    cmd = pytest_command(mode, json_path, keyword=args.keyword, markers=args.markers, extra=extra)
+    print(f"perfgate: {mode} mode: {' '.join(cmd[1:])}", flush=True)
     env = dict(os.environ, PERFGATE_REQUIRE_GPU="1")
     rc = subprocess.run(cmd, cwd=REPO, env=env, check=False).returncode
     if rc == PYTEST_FAILED:
         print(
-            f"perfgate: {suite} suite: a benchmark failed (wrong output or error); no comparison",
+            f"perfgate: {mode} mode: a benchmark failed (wrong output or error); no comparison",
             file=sys.stderr,
         )
         return 1, json_path
     if rc == PYTEST_NO_TESTS:
-        print(f"perfgate: {suite} suite: the selection matched no benchmarks", file=sys.stderr)
+        print(f"perfgate: {mode} mode: the selection matched no benchmarks", file=sys.stderr)
         return 2, json_path
     if rc != PYTEST_OK:
-        print(f"perfgate: {suite} suite: pytest exited {rc}", file=sys.stderr)
+        print(f"perfgate: {mode} mode: pytest exited {rc}", file=sys.stderr)
         return 2, json_path
     if not json_path.is_file():
-        print(f"perfgate: {suite} suite: pytest wrote no {json_path}", file=sys.stderr)
+        print(f"perfgate: {mode} mode: pytest wrote no {json_path}", file=sys.stderr)
         return 2, json_path
     return 0, json_path
 
 
-def _load_result(json_path: Path, suite: str) -> dict[str, Any]:
+def _load_result(json_path: Path, mode: str) -> dict[str, Any]:
     """The validated result file of a run; raises BaselineError when it is unusable."""
     from perfgate import baseline as bl
 
     data = bl.load(json_path)
-    if bl.mode(data) != suite:
-        raise bl.BaselineError(f"{json_path}: holds {bl.mode(data)!r} times, expected {suite!r}")
+    if bl.mode(data) != mode:
+        raise bl.BaselineError(f"{json_path}: holds {bl.mode(data)!r} times, expected {mode!r}")
     return data
 
 
@@ -264,45 +282,114 @@ def bench_command(args: argparse.Namespace) -> int:
         return 2
     if not gpu_available():
         return _no_gpu("bench")
-    return max(_bench_suite(suite, args, gate.stats) for suite in suites(args.mode))
+    return max(_bench_mode(mode, args, gate) for mode in modes(args.mode))
 
 
-def _bench_suite(suite: str, args: argparse.Namespace, stats=None) -> int:
+def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
     from perfgate import baseline as bl
-    from perfgate.compare import compare_files
+    from perfgate import compare
 
-    rc, json_path = run_suite(suite, args)
+    rc, json_path = run_mode(mode, args)
     if rc:
         return rc
     try:
-        data = _load_result(json_path, suite)
+        data = _load_result(json_path, mode)
     except bl.BaselineError as exc:
         print(f"perfgate bench: error: {exc}", file=sys.stderr)
         return 2
-    paths = result_paths(args.results_dir, suite)
-    base = baseline_path(args.baselines_dir, bl.device_key(data), suite)
+    paths = result_paths(args.results_dir, mode)
+    base = baseline_path(args.baselines_dir, bl.device_key(data), mode)
     if not base.is_file():
-        message = (
-            f"no {suite} baseline for device {bl.device_key(data)!r} ({base}); "
-            f"record one on this device with `python -m perfgate update-baselines --mode {suite}` "
-            "and commit it"
-        )
-        bl.write_text_atomic(paths["markdown"], f"### perfgate {suite}\n\n**{message}**\n")
-        if args.allow_missing_baseline:
-            print(f"perfgate bench: WARNING: {message}", file=sys.stderr)
-            return 0
-        print(f"perfgate bench: error: {message}", file=sys.stderr)
+        return _missing_baseline(mode, base, bl.device_key(data), paths, args)
+    try:
+        base_data = bl.load(base)
+        compare.check_enough_rounds({json_path: bl.samples(data)}, gate.stats)
+        looks = _adaptive_rounds(mode, args, gate, base_data, data, json_path)
+    except (bl.BaselineError, compare.InputError) as exc:
+        print(f"perfgate bench: error: {exc}", file=sys.stderr)
         return 2
     narrowed = selection_given(args.keyword, args.markers, passthrough(args.pytest_args))
-    return compare_files(
-        base,
-        json_path,
-        settings=stats,
-        json_out=paths["compare"],
-        markdown_out=paths["markdown"],
-        # a narrowed selection leaves the rest of the baseline unmeasured on purpose
-        allow_missing=narrowed,
+    try:
+        report = compare.build_report(
+            base,
+            json_path,
+            gate.stats,
+            # a narrowed selection leaves the rest of the baseline unmeasured on purpose
+            allow_missing=narrowed,
+            looks_taken=looks,
+        )
+    except (bl.BaselineError, compare.InputError) as exc:
+        print(f"perfgate bench: error: {exc}", file=sys.stderr)
+        return 2
+    return compare.present(
+        report, json_out=paths["compare"], markdown_out=paths["markdown"], prog="bench"
     )
+
+
+def _missing_baseline(mode: str, base: Path, key: str, paths, args) -> int:
+    from perfgate import baseline as bl
+
+    message = (
+        f"no {mode} baseline for device {key!r} ({base}); record one on this device with "
+        f"`python -m perfgate update-baselines --mode {mode}` and commit it"
+    )
+    bl.write_text_atomic(paths["markdown"], f"### perfgate {mode}\n\n**{message}**\n")
+    if args.allow_missing_baseline:
+        print(f"perfgate bench: WARNING: {message}", file=sys.stderr)
+        return 0
+    print(f"perfgate bench: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _adaptive_rounds(mode, args, gate, base_data, data, json_path: Path) -> dict[str, int]:
+    """More rounds for the benchmarks still inconclusive against the baseline (perfgate.adaptive):
+    each later look reruns only those, appends the new samples to the run's file (one run, more
+    rounds) and judges again at alpha / looks. Returns the look that decided each benchmark."""
+    from perfgate import adaptive
+    from perfgate import baseline as bl
+    from perfgate.stats import compare_samples
+
+    base_samples, drifts = bl.samples(base_data), bl.drifts(base_data)
+    names = [n for n in bl.samples(data) if n in base_samples]
+    totals = adaptive.schedule(_rounds(mode, gate, data), gate.stats.looks)
+
+    def extend(pending: list[str], total: int) -> None:
+        have = min(len(bl.samples(data)[n]) for n in pending)
+        if total > have:
+            more = _rerun(mode, args, pending, total - have)
+            bl.append_samples(data, more)
+            bl.write_atomic(json_path, data)
+
+    def judge(name: str):
+        cur = bl.samples(data)[name]
+        return compare_samples(base_samples[name], cur, gate.stats, drift=drifts.get(name),
+                               looks=gate.stats.looks)  # fmt: skip
+
+    decided = adaptive.decide(names, totals, extend, judge)
+    return {name: d.look for name, d in decided.items()}
+
+
+def _rounds(mode: str, gate, data) -> int:
+    """The first look's size: what the first run measured (``--rounds-<mode>`` or the table)."""
+    from perfgate import baseline as bl
+
+    return min(len(x) for x in bl.samples(data).values())
+
+
+def _rerun(mode: str, args: argparse.Namespace, names: list[str], rounds: int) -> dict:
+    """``rounds`` more rounds of the benchmarks ``names`` (pytest node ids), as a loaded file."""
+    from perfgate import baseline as bl
+
+    json_path = result_paths(args.results_dir, mode)["json"].resolve().with_suffix(".more.json")
+    json_path.unlink(missing_ok=True)
+    extra = [f"--perfgate-rounds={rounds}", *passthrough(args.pytest_args)]
+    cmd = pytest_command(mode, json_path, keyword=None, markers="bench", extra=extra, targets=names)
+    print(f"perfgate: {mode} mode: {len(names)} inconclusive, {rounds} more rounds", flush=True)
+    env = dict(os.environ, PERFGATE_REQUIRE_GPU="1")
+    rc = subprocess.run(cmd, cwd=REPO, env=env, check=False).returncode
+    if rc != PYTEST_OK or not json_path.is_file():
+        raise bl.BaselineError(f"the rerun of {len(names)} inconclusive benchmarks failed ({rc})")
+    return _load_result(json_path, mode)
 
 
 def update_command(args: argparse.Namespace) -> int:
@@ -327,48 +414,98 @@ def update_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    return max(_update_suite(suite, args, gate.stats) for suite in suites(args.mode))
+    return max(_update_mode(mode, args, gate) for mode in modes(args.mode))
 
 
-def _update_suite(suite: str, args: argparse.Namespace, stats=None) -> int:
+def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
     from perfgate import baseline as bl
+    from perfgate import settings
     from perfgate.compare import compare_files
 
-    rc, json_path = run_suite(suite, args)
-    if rc:
-        print(
-            f"perfgate update-baselines: {suite}: run incomplete; baseline unchanged",
-            file=sys.stderr,
-        )
-        return rc
+    prog = "perfgate update-baselines"
     try:
-        data = _load_result(json_path, suite)
-    except bl.BaselineError as exc:
-        print(f"perfgate update-baselines: error: {exc}; baseline unchanged", file=sys.stderr)
+        runs = settings.key("baseline_runs").check(
+            gate.baseline_runs if args.runs is None else args.runs, label="--runs"
+        )
+    except (TypeError, ValueError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
-    base = baseline_path(args.baselines_dir, bl.device_key(data), suite)
+    try:
+        data = _record_runs(mode, args, runs)
+    except _RunFailed as exc:
+        print(f"{prog}: {mode}: {exc}; baseline unchanged", file=sys.stderr)
+        return exc.code
+    except bl.BaselineError as exc:
+        print(f"{prog}: error: {exc}; baseline unchanged", file=sys.stderr)
+        return 2
+    base = baseline_path(args.baselines_dir, bl.device_key(data), mode)
+    problem = _refusal(base, data, args)
+    if problem:
+        print(f"{prog}: error: {problem}; baseline unchanged", file=sys.stderr)
+        return 2
+    pooled = result_paths(args.results_dir, mode)["json"].with_suffix(".pooled.json")
+    bl.write_atomic(pooled, data)
     if base.exists():
-        try:
-            old = bl.load(base)
-        except bl.BaselineError as exc:
-            print(f"perfgate update-baselines: WARNING: replacing an unusable baseline: {exc}")
-        else:
-            dropped = sorted(set(bl.samples(old)) - set(bl.samples(data)))
-            if dropped and not args.allow_drop:
-                print(
-                    f"perfgate update-baselines: error: the new {suite} baseline would drop "
-                    f"{len(dropped)} benchmark(s) of {base} (e.g. {dropped[0]}); run the full "
-                    "selection or pass --allow-drop; baseline unchanged",
-                    file=sys.stderr,
-                )
-                return 2
-            print(f"perfgate update-baselines: {suite}: new run against the baseline it replaces:")
-            compare_files(base, json_path, settings=stats, allow_missing=True)
+        print(f"{prog}: {mode}: new baseline against the one it replaces:")
+        compare_files(base, pooled, settings=gate.stats, allow_missing=True)
     bl.write_atomic(base, data)
+    fp = bl.fingerprint(data)
     print(
-        f"perfgate update-baselines: wrote {base} ({len(data['benchmarks'])} benchmarks); commit it"
+        f"{prog}: wrote {base} ({len(data['benchmarks'])} benchmarks, {runs} runs pooled, "
+        f"commit {fp.get('git_commit')}{' + uncommitted changes' if fp.get('git_dirty') else ''})"
+        "; commit it"
     )
     return 0
+
+
+class _RunFailed(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _record_runs(mode: str, args: argparse.Namespace, runs: int) -> dict[str, Any]:
+    """``runs`` independent runs (separate pytest processes), pooled (perfgate.baseline)."""
+    from perfgate import baseline as bl
+
+    recorded = []
+    for i in range(runs):
+        rc, json_path = run_mode(mode, args)
+        if rc:
+            raise _RunFailed(f"run {i + 1} of {runs} incomplete", rc)
+        recorded.append(_load_result(json_path, mode))
+    return bl.pool_runs(recorded)
+
+
+def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str | None:
+    """Why the new baseline must not replace ``base``, or None."""
+    from perfgate import baseline as bl
+
+    fp = bl.fingerprint(data)
+    if not fp.get("git_commit"):
+        return (
+            "the run records no git commit (not a git checkout?); a baseline must say what it "
+            "measured"
+        )
+    if not base.exists():
+        return None
+    try:
+        old = bl.load(base)
+    except bl.BaselineError as exc:
+        print(f"perfgate update-baselines: WARNING: replacing an unusable baseline: {exc}")
+        return None
+    other = bl.device_differences(bl.fingerprint(old), fp)
+    if other and not args.replace_device:
+        return (
+            f"{base} was recorded on another device ({other}); pass --replace-device to replace it"
+        )
+    dropped = sorted(set(bl.samples(old)) - set(bl.samples(data)))
+    if dropped and not args.allow_drop:
+        return (
+            f"the new baseline would drop {len(dropped)} benchmark(s) of {base} (e.g. "
+            f"{dropped[0]}); run the full selection or pass --allow-drop"
+        )
+    return None
 
 
 def _update_isa(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ key for this run, and every report echoes the settings it used.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,6 +57,16 @@ def compare_files(
 
     ``settings`` default to ``[tool.perfgate]`` of pyproject.toml (``Settings()``).
     """
+    settings = _checked_settings(settings)
+    try:
+        report = build_report(baseline, current, settings, allow_missing=allow_missing)
+    except (bl.BaselineError, InputError) as exc:
+        print(f"perfgate compare: error: {exc}", file=sys.stderr)
+        return 2
+    return present(report, json_out=json_out, markdown_out=markdown_out, console=console)
+
+
+def _checked_settings(settings):
     from perfgate.stats import Settings
 
     # Bad settings are the caller's bug, not bad input: let TypeError through.
@@ -64,21 +75,16 @@ def compare_files(
         raise TypeError(
             f"settings must be a perfgate.stats.Settings, got {type(settings).__name__}"
         )
-    try:
-        report = build_report(baseline, current, settings, allow_missing=allow_missing)
-    except (bl.BaselineError, InputError) as exc:
-        print(f"perfgate compare: error: {exc}", file=sys.stderr)
-        return 2
+    return settings
 
+
+def present(report, *, json_out=None, markdown_out=None, console=None, prog="compare") -> int:
+    """Print ``report``, write its JSON and markdown where asked; its exit code (2 when a report
+    cannot be written)."""
     from perfgate.report import render_console, render_markdown
 
     if console is None:
-        from rich.console import Console
-
-        console = Console()
-        if not console.is_terminal:
-            # CI logs: rich would assume 80 columns and fold every benchmark name.
-            console = Console(width=160)
+        console = default_console()
     render_console(report, console)
     try:
         if json_out is not None:
@@ -86,40 +92,146 @@ def compare_files(
         if markdown_out is not None:
             atomic.write_text(markdown_out, render_markdown(report))
     except OSError as exc:
-        print(f"perfgate compare: error: cannot write the report: {exc}", file=sys.stderr)
+        print(f"perfgate {prog}: error: cannot write the report: {exc}", file=sys.stderr)
         return 2
     return report.exit_code
 
 
-def build_report(baseline: str | Path, current: str | Path, settings, *, allow_missing: bool):
-    """Load, check and compare the two files; raises BaselineError/InputError if unusable."""
-    from perfgate.report import MISSING, NEW, Report
+def default_console():
+    from rich.console import Console
 
+    console = Console()
+    if not console.is_terminal:
+        # CI logs: rich would assume 80 columns and fold every benchmark name.
+        console = Console(width=160)
+    return console
+
+
+def build_report(
+    baseline: str | Path,
+    current: str | Path,
+    settings,
+    *,
+    allow_missing: bool,
+    looks_taken: dict[str, int] | None = None,
+):
+    """Load, check and compare the two files; raises BaselineError/InputError if unusable.
+
+    ``looks_taken``: for a run with adaptive rounds, the look at which each benchmark was
+    decided; its verdicts are then judged at ``alpha / looks``. Without it, one look.
+    """
     base_data = bl.load(baseline)
     cur_data = bl.load(current)
     _check_comparable(baseline, base_data, current, cur_data)
     warnings, notes = _fingerprint_differences(bl.fingerprint(base_data), bl.fingerprint(cur_data))
-
-    base_samples = bl.samples(base_data)
-    cur_samples = bl.samples(cur_data)
-    rows = [
-        _row(name, base_samples[name], cur_samples[name], settings)
-        if name in cur_samples
-        else _lonely_row(name, MISSING, base_samples[name])
-        for name in base_samples
-    ]
-    rows += [
-        _lonely_row(name, NEW, cur_samples[name])
-        for name in cur_samples
-        if name not in base_samples
-    ]
-    verdicts = {r.verdict for r in rows}
-    failed = "regression" in verdicts or (MISSING in verdicts and not allow_missing)
-    return Report(
+    base_samples, cur_samples = bl.samples(base_data), bl.samples(cur_data)
+    check_enough_rounds({baseline: base_samples, current: cur_samples}, settings)
+    rows = judge(
+        base_samples,
+        cur_samples,
+        settings,
+        drifts=bl.drifts(base_data),
+        looks=settings.looks if looks_taken is not None else 1,
+        looks_taken=looks_taken,
+    )
+    return make_report(
+        rows,
+        settings,
         baseline_path=str(baseline),
         current_path=str(current),
         device_key=bl.device_key(cur_data),
         mode=bl.mode(cur_data),
+        allow_missing=allow_missing,
+        warnings=warnings,
+        notes=notes,
+    )
+
+
+def check_enough_rounds(sides: dict[Any, dict[str, list[float]]], settings) -> None:
+    """InputError when a benchmark has fewer samples than ``min_samples``: a run too short to
+    judge must never pass, and "inconclusive" would let it."""
+    for where, by_name in sides.items():
+        for name, data in by_name.items():
+            if len(data) < settings.min_samples:
+                raise InputError(
+                    f"{where}: {name} has {len(data)} rounds, too few to judge; rerun with at "
+                    f"least {settings.min_samples} rounds"
+                )
+
+
+def judge(
+    base_samples: dict[str, list[float]],
+    cur_samples: dict[str, list[float]],
+    settings,
+    *,
+    drifts: dict[str, float] | None = None,
+    ab: bool = False,
+    looks: int = 1,
+    looks_taken: dict[str, int] | None = None,
+) -> list:
+    """One row per benchmark of either side (``missing`` / ``new`` for one side only)."""
+    from rich.progress import track
+
+    from perfgate.report import MISSING, NEW
+
+    drifts = drifts or {}
+    looks_taken = looks_taken or {}
+    names = list(base_samples)
+    rows = []
+    # A grid of hundreds of benchmarks takes a while: show progress on stderr (never in CI logs'
+    # report, and never for the few benchmarks of a pull request).
+    for name in track(
+        names,
+        description="comparing",
+        disable=len(names) < _PROGRESS_FROM,
+        transient=True,
+        console=_stderr_console(),
+    ):
+        if name not in cur_samples:
+            rows.append(_lonely_row(name, MISSING, base_samples[name]))
+            continue
+        row = _row(name, base_samples[name], cur_samples[name], settings,
+                   drift=drifts.get(name), ab=ab, looks=looks)  # fmt: skip
+        rows.append(dataclasses.replace(row, looks=looks_taken.get(name, 1)))
+    rows += [_lonely_row(n, NEW, cur_samples[n]) for n in cur_samples if n not in base_samples]
+    return rows
+
+
+_PROGRESS_FROM = 50
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def make_report(
+    rows: list,
+    settings,
+    *,
+    baseline_path: str,
+    current_path: str,
+    device_key: str,
+    mode: str,
+    allow_missing: bool,
+    warnings: list[str] | None = None,
+    notes: list[str] | None = None,
+    ab: bool = False,
+):
+    """The report and its exit code: 1 for a regression, a missing benchmark (unless allowed)
+    or, with ``inconclusive_exit = 1``, a benchmark still inconclusive; else 0."""
+    from perfgate.report import MISSING, Report
+
+    verdicts = {r.verdict for r in rows}
+    failed = "regression" in verdicts or (MISSING in verdicts and not allow_missing)
+    if "inconclusive" in verdicts and settings.inconclusive_exit:
+        failed = True
+    return Report(
+        baseline_path=baseline_path,
+        current_path=current_path,
+        device_key=device_key,
+        mode=mode,
         rows=rows,
         exit_code=1 if failed else 0,
         settings={
@@ -127,13 +239,20 @@ def build_report(baseline: str | Path, current: str | Path, settings, *, allow_m
             "confidence": settings.confidence,
             "min_effect": settings.min_effect,
             "noise_factor": settings.noise_factor,
+            "min_effect_drift": settings.min_effect_drift,
+            "drift_factor": settings.drift_factor,
+            "ab_min_effect": settings.ab_min_effect,
+            "looks": settings.looks,
+            "inconclusive_exit": settings.inconclusive_exit,
             "min_samples": settings.min_samples,
             "n_resamples": settings.n_resamples,
+            "bootstrap_max_samples": settings.bootstrap_max_samples,
             "seed": settings.seed,
             "allow_missing": allow_missing,
+            "ab": ab,
         },
-        warnings=warnings,
-        notes=notes,
+        warnings=list(warnings or []),
+        notes=list(notes or []),
     )
 
 
@@ -186,13 +305,13 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _row(name: str, base: list[float], cur: list[float], settings):
+def _row(name: str, base: list[float], cur: list[float], settings, **how):
     import numpy as np
 
     from perfgate.report import Row
     from perfgate.stats import compare_samples
 
-    res = compare_samples(base, cur, settings)
+    res = compare_samples(base, cur, settings, **how)
     return Row(
         name=name,
         verdict=res.verdict,

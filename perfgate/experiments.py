@@ -1,222 +1,415 @@
-"""Noise experiments for the gate, in one invocation: ``python -m perfgate.experiments OUTDIR``.
+"""``python -m perfgate experiment --inject 0.03,0.05,0.10 --runs N``: power and false alarms.
 
-On a GPU it runs the default benchmark selection several times per timing mode (separate pytest
-processes: honest run-to-run noise), once more per mode with ``MXFP4_BENCH_INJECT_SLOWDOWN``
-(an extra memory pass inside the timed region, sized to the given fraction of the kernel time),
-then writes under OUTDIR:
+How often does the gate flag a true slowdown of 3, 5 and 10%, and how often an unchanged build,
+in both of its modes: same-job A/B (``perfgate ab``) and against a stored baseline
+(``perfgate bench``)? One command answers on the GPU at hand and writes the table the README
+quotes.
 
-- ``runs/<mode>-<i>.json`` and ``runs/<mode>-inject.json``: the raw pytest-benchmark results;
-- ``spread``: each benchmark's run-to-run spread of medians ((max - min) / min) per mode;
-- ``false alarms``: every pair of unchanged runs compared with ``compare_files`` (regressions
-  and improvements counted; both are false here);
-- ``injection``: run 0 vs the injected run; how many benchmarks were flagged, with ratios;
-- ``summary.md`` / ``summary.json``; ``compare/*.json``: every comparison's report;
-- ``perf_baselines/<device_key>/<mode>.json``: run 0 of each mode, a baseline candidate to commit.
+**Design: samples are reused, never invented.** A *session* is two fresh worker processes of
+this checkout on the GPU, A and B, exactly as ``perfgate ab`` runs a base and a head. A measures
+the plain kernels; B measures the plain kernels and, for each level, the same graph with a
+calibrated device sleep of that fraction after the calls (:mod:`perfgate.inject`). For every
+benchmark, ``--trials`` times, all these streams are measured interleaved (ABBA blocks) with the
+adaptive looks of the gate, continuing while any A/B verdict of the trial is undecided.
 
-Runs are interleaved (device, leaderboard, device, ...) and a new run starts only if the time
-budget (``--budget-s``) allows one more of the longest so far, so a cut-off still leaves balanced
-data. Runs are never compared across modes.
+- **A/B mode**: B's stream at each level against A's plain stream of the same trial, with the
+  gate's A/B settings (``ab_min_effect``, ``looks``). Level 0 (B plain vs A plain: two
+  processes, same code) counts the false alarms.
+- **Stored-baseline mode**: the same streams of B against a baseline pooled, as
+  ``update-baselines`` pools its runs, from the first trial's plain A samples of every *other*
+  session (independent processes), with their run-to-run spread as the drift
+  (``min_effect_drift``, ``drift_factor``). A trial whose stored verdict would need more rounds
+  than the A/B loop measured stays ``inconclusive``: it counts against the stored mode.
+- **True size**: B's injected stream against B's plain stream, interleaved in the same process:
+  ``median(injected) / median(plain) - 1``, per session and benchmark, printed beside the rates.
+
+Trials of one session share its processes, so they are not independent of each other as
+sessions are; the report gives the counts with Clopper-Pearson 95% intervals over all trials
+and says how many sessions they came from. Writes ``summary.md``, ``summary.json`` and
+``samples.npz`` (every stream, for re-analysis) under ``--out``.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
-import itertools
+import contextlib
 import json
-import os
-import shutil
-import statistics
-import subprocess
 import sys
 import time
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfgate import bench
-from perfgate.bench import REPO, SUITES
-from perfgate.timing import INJECT_ENV
+from perfgate.sampler import PLAIN, variant_name
+
+DEFAULT_LEVELS = (0.03, 0.05, 0.10)
+MODES_JUDGED = ("ab", "stored")
 
 
-def spread(medians: list[float]) -> float:
-    """(max - min) / min of a benchmark's per-run medians."""
-    if len(medians) < 2 or min(medians) <= 0:
-        raise ValueError(f"need >= 2 positive medians, got {medians!r}")
-    return (max(medians) - min(medians)) / min(medians)
+@dataclass
+class Trial:
+    """One trial of one benchmark in one session: every stream's samples."""
+
+    session: int
+    case: str
+    index: int
+    a_plain: list[float]
+    b: dict[str, list[float]] = field(default_factory=dict)  # variant -> samples
 
 
-def medians_by_name(paths: list[Path]) -> dict[str, list[float]]:
-    """Per benchmark fullname, the median of its samples in each file (in file order)."""
-    from perfgate import baseline as bl
+# -- judging (pure: tested on the CPU with synthetic trials) -------------------------------------
+def judge_looks(base, cur, settings, totals: list[int], **how):
+    """The adaptive verdict on recorded samples: the first look that decides, using only the
+    rounds measured so far (``cur[:total]``, and ``base[:total]`` when ``base`` grows with it);
+    (Result, look) or (the last Result, look) when the recording ran out first."""
+    from perfgate.stats import INCONCLUSIVE, compare_samples
 
-    out: dict[str, list[float]] = {}
-    for path in paths:
-        for name, samples in bl.samples(bl.load(path)).items():
-            out.setdefault(name, []).append(statistics.median(samples))
+    grows = how.pop("grows", False)
+    result, judged = None, 0
+    for look, total in enumerate(totals, 1):
+        if len(cur) < total:
+            break
+        b = base[:total] if grows else base
+        result, judged = compare_samples(b, cur[:total], settings, looks=len(totals), **how), look
+        if result.verdict != INCONCLUSIVE:
+            break
+    return result, judged
+
+
+def ab_verdicts(trial: Trial, settings, totals: list[int]) -> dict[str, tuple]:
+    return {
+        v: judge_looks(trial.a_plain, cur, settings, totals, ab=True, grows=True)
+        for v, cur in trial.b.items()
+    }
+
+
+def stored_baseline(trials: list[Trial], session: int, case: str, rounds: int):
+    """(pooled samples, drift) from the first trial's plain A samples of the other sessions."""
+    from perfgate.baseline import run_spread
+
+    runs = [
+        t.a_plain[:rounds]
+        for t in trials
+        if t.case == case and t.index == 0 and t.session != session
+    ]
+    if not runs:
+        return None, None
+    import statistics
+
+    drift = run_spread([statistics.median(r) for r in runs]) if len(runs) >= 2 else None
+    return [x for r in runs for x in r], drift
+
+
+def stored_verdicts(trial: Trial, trials: list[Trial], settings, totals) -> dict[str, tuple]:
+    base, drift = stored_baseline(trials, trial.session, trial.case, totals[0])
+    if base is None:
+        return {}
+    return {v: judge_looks(base, cur, settings, totals, drift=drift) for v, cur in trial.b.items()}
+
+
+def true_sizes(trials: list[Trial]) -> dict[tuple[int, str], dict[str, float]]:
+    """Per (session, case): each level's median(injected) / median(plain) - 1 over every trial."""
+    import numpy as np
+
+    pooled: dict[tuple[int, str], dict[str, list[float]]] = {}
+    for t in trials:
+        streams = pooled.setdefault((t.session, t.case), {})
+        for v, xs in t.b.items():
+            streams.setdefault(v, []).extend(xs)
+    out = {}
+    for key, streams in pooled.items():
+        plain = float(np.median(streams[PLAIN]))
+        out[key] = {v: float(np.median(xs)) / plain - 1 for v, xs in streams.items() if v != PLAIN}
     return out
 
 
-def verdicts(compare_json: Path) -> dict[str, dict[str, Any]]:
-    rows = json.loads(compare_json.read_text())["benchmarks"]
-    return {r["name"]: r for r in rows}
+def tally(trials: list[Trial], settings, totals: list[int]) -> dict[str, dict[str, Counter]]:
+    """mode -> variant -> Counter of verdicts, plus ``looks:N`` counts of decided verdicts."""
+    out: dict[str, dict[str, Counter]] = {m: {} for m in MODES_JUDGED}
+    for trial in trials:
+        judged = {
+            "ab": ab_verdicts(trial, settings, totals),
+            "stored": stored_verdicts(trial, trials, settings, totals),
+        }
+        for mode, by_variant in judged.items():
+            for v, (result, look) in by_variant.items():
+                counter = out[mode].setdefault(v, Counter())
+                counter[result.verdict if result else "inconclusive"] += 1
+                counter[f"looks:{look}"] += 1
+    return out
 
 
-def _run(mode: str, json_path: Path, *, inject: float | None, extra: list[str], log: Path) -> int:
-    cmd = bench.pytest_command(mode, json_path, keyword=None, markers=None, extra=extra)
-    env = dict(os.environ, PERFGATE_REQUIRE_GPU="1")
-    env.pop(INJECT_ENV, None)
-    if inject:
-        env[INJECT_ENV] = str(inject)
-    with log.open("w") as f:
-        return subprocess.run(
-            cmd, cwd=REPO, env=env, stdout=f, stderr=subprocess.STDOUT, check=False
-        ).returncode
+def interval(k: int, n: int) -> tuple[float, float]:
+    """Clopper-Pearson 95% interval of a rate k/n."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return 0.0, 1.0
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return float(ci.low), float(ci.high)
 
 
-def _compare(base: Path, cur: Path, out: Path) -> int:
-    from rich.console import Console
+def summarise(trials: list[Trial], settings, totals, levels, meta: dict) -> dict[str, Any]:
+    counts = tally(trials, settings, totals)
+    sizes = true_sizes(trials)
+    rows = []
+    for mode in MODES_JUDGED:
+        for v in [PLAIN, *(variant_name(lv) for lv in levels)]:
+            c = counts[mode].get(v, Counter())
+            n = sum(c[k] for k in ("regression", "improvement", "unchanged", "inconclusive"))
+            hits = c["regression"] + (c["improvement"] if v == PLAIN else 0)
+            measured = sorted(s[v] for s in sizes.values() if v in s)
+            rows.append(
+                {
+                    "mode": mode,
+                    "variant": v,
+                    "n": n,
+                    "flagged": hits,
+                    "rate_ci95": interval(hits, n),
+                    "counts": dict(c),
+                    "true_size": None
+                    if not measured
+                    else {
+                        "min": measured[0],
+                        "median": measured[len(measured) // 2],
+                        "max": measured[-1],
+                    },
+                }
+            )
+    return {
+        "meta": meta,
+        "rows": rows,
+        "true_sizes": {f"{s}|{c}": v for (s, c), v in sizes.items()},
+    }
 
-    from perfgate.compare import compare_files
 
-    return compare_files(base, cur, json_out=out, console=Console(file=io.StringIO(), width=200))
+def render(summary: dict[str, Any]) -> str:
+    meta = summary["meta"]
+    lines = [
+        "# perfgate experiment: power and false alarms",
+        "",
+        f"{meta['device']}; {meta['sessions']} sessions x {meta['trials']} trials x "
+        f"{meta['benchmarks']} benchmarks; looks at {meta['totals']} rounds a side; "
+        f"`{meta['command']}`",
+        "",
+        "| mode | injected | true size (min / median / max) | flagged | rate (95% CI) | verdicts |",
+        "| --- | ---: | --- | ---: | --- | --- |",
+    ]
+    for r in summary["rows"]:
+        what = "none (false alarms)" if r["variant"] == PLAIN else f"{float(r['variant']):.0%}"
+        ts = r["true_size"]
+        size = "" if ts is None else " / ".join(f"{ts[k]:+.2%}" for k in ("min", "median", "max"))
+        lo, hi = r["rate_ci95"]
+        rate = "" if not r["n"] else f"{r['flagged'] / r['n']:.1%} ({lo:.1%}-{hi:.1%})"
+        verdicts = ", ".join(f"{k} {v}" for k, v in sorted(r["counts"].items()))
+        lines.append(
+            f"| {r['mode']} | {what} | {size} | {r['flagged']}/{r['n']} | {rate} | {verdicts} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+# -- measuring (GPU) ---------------------------------------------------------------------------
+def run_session(session: int, selected, levels, settings, totals, trials: int) -> list[Trial]:
+    from perfgate import adaptive, interleave
+    from perfgate.bench import REPO
+
+    variants = [PLAIN, *(variant_name(lv) for lv in levels)]
+    out: list[Trial] = []
+    with contextlib.ExitStack() as stack:
+        a = interleave.SideProcess("A", REPO)
+        stack.callback(a.close)
+        b = interleave.SideProcess("B", REPO)
+        stack.callback(b.close)
+        a.ask({"op": "prepare", "cases": selected, "levels": []})
+        b.ask({"op": "prepare", "cases": selected, "levels": list(levels)})
+        for case in (c["name"] for c in selected):
+            for index in range(trials):
+                samples: dict[tuple, list[float]] = {}
+                a_stream = interleave.Stream(a, case, PLAIN)
+
+                def extend(pending, total, a_stream=a_stream, samples=samples, case=case):
+                    streams = [a_stream, *(interleave.Stream(b, case, v) for v in pending)]
+                    # every pending stream has as many rounds as A: they were measured together
+                    have = len(samples.get(a_stream.key, []))
+                    interleave.measure(streams, total - have, samples)
+
+                trial = Trial(session, case, index, a_plain=[])
+
+                def judge(v, trial=trial, samples=samples, a_stream=a_stream, case=case):
+                    from perfgate.stats import compare_samples
+
+                    cur = samples[("B", case, v)]
+                    base = samples[a_stream.key][: len(cur)]
+                    return compare_samples(base, cur, settings, ab=True, looks=len(totals))
+
+                adaptive.decide(variants, totals, extend, judge)
+                trial.a_plain = samples[a_stream.key]
+                trial.b = {
+                    v: samples[("B", case, v)] for v in variants if ("B", case, v) in samples
+                }
+                out.append(trial)
+    return out
+
+
+def save_samples(path: Path, trials: list[Trial]) -> None:
+    import numpy as np
+
+    arrays = {}
+    for t in trials:
+        arrays[f"s{t.session}|{t.case}|t{t.index}|A|plain"] = np.asarray(t.a_plain)
+        for v, xs in t.b.items():
+            arrays[f"s{t.session}|{t.case}|t{t.index}|B|{v}"] = np.asarray(xs)
+    np.savez_compressed(path, **arrays)
+
+
+def load_samples(path: Path) -> list[Trial]:
+    """The trials of a ``samples.npz`` (re-analysis on any machine)."""
+    import numpy as np
+
+    trials: dict[tuple, Trial] = {}
+    with np.load(path) as data:
+        for key in data.files:
+            s, case, t, side, v = key.split("|")
+            trial = trials.setdefault((s, case, t), Trial(int(s[1:]), case, int(t[1:]), []))
+            if side == "A":
+                trial.a_plain = data[key].tolist()
+            else:
+                trial.b[v] = data[key].tolist()
+    return list(trials.values())
+
+
+# -- command line -------------------------------------------------------------------------------
+def parse_levels(text: str) -> tuple[float, ...]:
+    try:
+        levels = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(
+            f"--inject must be comma-separated fractions such as 0.03,0.05, got {text!r}"
+        ) from None
+    if not levels or any(not 0 < lv < 1 for lv in levels) or len(set(levels)) != len(levels):
+        raise ValueError(f"--inject must list distinct fractions in (0, 1), got {text!r}")
+    return levels
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "experiment",
+        help="measure the gate's power and false-alarm rate with injected slowdowns (GPU)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _options(parser)
+    parser.set_defaults(func=_run)
+
+
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--inject",
+        default=",".join(f"{x:g}" for x in DEFAULT_LEVELS),
+        help="slowdowns to inject, fractions (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        help="sessions: independent pairs of worker processes (>= 2; default 3)",
+    )
+    parser.add_argument("--trials", type=int, default=5, help="trials per benchmark and session")
+    parser.add_argument("--groups", default="leaderboard,reducer")
+    parser.add_argument("-k", dest="keyword", metavar="TEXT", help="only names containing TEXT")
+    parser.add_argument("--out", type=Path, default=Path(".perfgate/experiment"))
+    parser.add_argument(
+        "--budget-s",
+        type=float,
+        default=1e9,
+        help="start no session that would end after this many seconds",
+    )
+    parser.add_argument(
+        "--reanalyse",
+        type=Path,
+        metavar="NPZ",
+        help="judge the samples of an earlier run's samples.npz; no GPU needed",
+    )
+    from perfgate import settings
+
+    settings.add_options(parser, settings.STATS, settings.ROUNDS)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from perfgate import ab, adaptive, bench, settings
+
+    try:
+        gate = settings.from_args(args)
+        levels = parse_levels(args.inject)
+        if args.runs < 2 or args.trials < 1:
+            raise ValueError(
+                "--runs must be >= 2 (a stored baseline needs other sessions) and --trials >= 1"
+            )
+        selected = ab.cases(tuple(args.groups.split(",")), args.keyword)
+    except (settings.SettingsError, ValueError) as exc:
+        print(f"perfgate experiment: error: {exc}", file=sys.stderr)
+        return 2
+    totals = adaptive.schedule(gate.rounds["device"], gate.stats.looks)
+    args.out.mkdir(parents=True, exist_ok=True)
+    meta = {
+        "command": " ".join(["python -m perfgate experiment", *sys.argv[2:]]),
+        "trials": args.trials,
+        "benchmarks": len(selected),
+        "totals": totals,
+        "levels": list(levels),
+        "settings": gate.values(),
+    }
+    if args.reanalyse:
+        trials = load_samples(args.reanalyse)
+        meta.update(device="(re-analysed)", sessions=len({t.session for t in trials}))
+    else:
+        if not bench.gpu_available():
+            return bench._no_gpu("experiment")
+        from perfgate.interleave import WorkerError
+
+        try:
+            trials = _measure(args, selected, levels, gate, totals, meta)
+        except WorkerError as exc:
+            print(f"perfgate experiment: error: {exc}", file=sys.stderr)
+            return 1
+        save_samples(args.out / "samples.npz", trials)
+    summary = summarise(trials, gate.stats, totals, levels, meta)
+    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    text = render(summary)
+    (args.out / "summary.md").write_text(text)
+    print(text)
+    return 0
+
+
+def _measure(args, selected, levels, gate, totals, meta) -> list[Trial]:
+    from perfgate import fingerprint
+
+    fp = fingerprint.collect()
+    meta["device"] = (
+        f"{fp['gpu_name']} ({fp['device_key']}), torch {fp['torch']}, triton {fp['triton']}"
+    )
+    trials: list[Trial] = []
+    start, longest, sessions = time.monotonic(), 0.0, 0
+    for session in range(args.runs):
+        if sessions and time.monotonic() - start + longest > args.budget_s:
+            print(f"experiment: budget reached after {sessions} sessions", flush=True)
+            break
+        t0 = time.monotonic()
+        trials += run_session(session, selected, levels, gate.stats, totals, args.trials)
+        longest = max(longest, time.monotonic() - t0)
+        sessions += 1
+        print(f"experiment: session {session} done in {time.monotonic() - t0:.0f} s", flush=True)
+    meta["sessions"] = sessions
+    return trials
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m perfgate.experiments", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("outdir", type=Path)
-    parser.add_argument("--runs", type=int, default=3, help="unchanged runs per mode (default 3)")
-    parser.add_argument(
-        "--modes", default="device,leaderboard", help="comma-separated (default both)"
-    )
-    parser.add_argument(
-        "--inject", type=float, default=0.05, help="injected slowdown (default 0.05)"
-    )
-    parser.add_argument(
-        "--budget-s", type=float, default=450.0, help="stop starting runs after this"
-    )
-    parser.add_argument("pytest_args", nargs=argparse.REMAINDER, help="-- extra pytest arguments")
-    args = parser.parse_args(argv)
-    modes = [m for m in args.modes.split(",") if m]
-    if any(m not in SUITES for m in modes) or not modes:
-        parser.error(f"--modes must name some of {', '.join(SUITES)}")
-    if args.runs < 2:
-        parser.error("--runs must be >= 2 (a spread needs two runs)")
-    if not 0 < args.inject < 1:
-        parser.error("--inject must be in (0, 1)")
-    if not bench.gpu_available():
-        print("perfgate.experiments: no GPU; nothing to measure", file=sys.stderr)
-        return 2
-    extra = bench.passthrough(args.pytest_args)
-    runs_dir = args.outdir / "runs"
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    (args.outdir / "compare").mkdir(exist_ok=True)
-
-    # Interleaved plan: two plain runs per mode, then the injected runs, then the rest.
-    plan = [(m, i) for i in range(2) for m in modes] + [(m, "inject") for m in modes]
-    plan += [(m, i) for i in range(2, args.runs) for m in modes]
-    start, longest, done, failures = time.monotonic(), 0.0, [], []
-    for mode, tag in plan:
-        elapsed = time.monotonic() - start
-        if done and elapsed + longest > args.budget_s:
-            print(f"budget: stopping before {mode}-{tag} ({elapsed:.0f} s used)", flush=True)
-            break
-        t0 = time.monotonic()
-        path = runs_dir / f"{mode}-{tag}.json"
-        rc = _run(mode, path, inject=args.inject if tag == "inject" else None, extra=extra,
-                  log=runs_dir / f"{mode}-{tag}.log")  # fmt: skip
-        longest = max(longest, time.monotonic() - t0)
-        print(f"{mode}-{tag}: pytest exit {rc} in {time.monotonic() - t0:.0f} s", flush=True)
-        (done if rc == 0 and path.is_file() else failures).append((mode, tag))
-
-    summary: dict[str, Any] = {"failures": [f"{m}-{t}" for m, t in failures], "modes": {}}
-    for mode in modes:
-        plain = [runs_dir / f"{mode}-{t}.json" for m, t in done if m == mode and t != "inject"]
-        result: dict[str, Any] = {"runs": len(plain)}
-        summary["modes"][mode] = result
-        if not plain:
-            continue
-        from perfgate import baseline as bl
-
-        key = bl.device_key(bl.load(plain[0]))
-        target = args.outdir / "perf_baselines" / key / f"{mode}.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(plain[0], target)
-        if len(plain) >= 2:
-            meds = medians_by_name(plain)
-            result["spread"] = {n: {"medians_us": [m * 1e6 for m in v], "spread": spread(v)}
-                                for n, v in meds.items() if len(v) >= 2}  # fmt: skip
-            alarms, compared = [], 0
-            for a, b in itertools.combinations(range(len(plain)), 2):
-                out = args.outdir / "compare" / f"{mode}-{a}-vs-{b}.json"
-                _compare(plain[a], plain[b], out)
-                for name, row in verdicts(out).items():
-                    compared += 1
-                    if row["verdict"] in ("regression", "improvement"):
-                        alarms.append({"pair": f"{a}-{b}", "name": name, "verdict": row["verdict"],
-                                       "ratio": row.get("ratio")})  # fmt: skip
-            result["false_alarms"] = {
-                "count": len(alarms),
-                "comparisons": compared,
-                "alarms": alarms,
-            }
-        injected = runs_dir / f"{mode}-inject.json"
-        if (mode, "inject") in done:
-            out = args.outdir / "compare" / f"{mode}-0-vs-inject.json"
-            rc = _compare(plain[0], injected, out)
-            rows = verdicts(out)
-            extra_info = {
-                b["fullname"]: b.get("extra_info", {}) for b in bl.load(injected)["benchmarks"]
-            }
-            result["injection"] = {
-                "requested": args.inject,
-                "exit_code": rc,
-                "flagged": sum(r["verdict"] == "regression" for r in rows.values()),
-                "benchmarks": len(rows),
-                "rows": {
-                    n: {
-                        "verdict": r["verdict"],
-                        "ratio": r.get("ratio"),
-                        "estimated": extra_info.get(n, {}).get("injected_fraction_estimated"),
-                    }
-                    for n, r in rows.items()
-                },
-            }
-    (args.outdir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    md = render_summary(summary)
-    (args.outdir / "summary.md").write_text(md)
-    print(md)
-    return 0 if not failures else 1
-
-
-def render_summary(summary: dict[str, Any]) -> str:
-    lines = ["# perfgate noise experiments", ""]
-    if summary["failures"]:
-        lines += [f"**failed runs:** {', '.join(summary['failures'])} (see runs/*.log)", ""]
-    for mode, res in summary["modes"].items():
-        lines += [f"## {mode} mode ({res['runs']} unchanged runs)", ""]
-        if "spread" in res:
-            lines += ["| benchmark | medians (us) | spread |", "| --- | --- | --- |"]
-            for name, s in res["spread"].items():
-                meds = ", ".join(f"{m:.3f}" for m in s["medians_us"])
-                lines.append(f"| `{name.split('::')[-1]}` | {meds} | {s['spread']:.2%} |")
-            fa = res["false_alarms"]
-            lines += ["", f"False alarms (regression or improvement between unchanged runs): "
-                      f"**{fa['count']} of {fa['comparisons']}** comparisons", ""]  # fmt: skip
-            lines += [f"- {a['pair']} `{a['name'].split('::')[-1]}`: {a['verdict']} ratio {a['ratio']}"
-                      for a in fa["alarms"]]  # fmt: skip
-        if "injection" in res:
-            inj = res["injection"]
-            lines += ["", f"Injected {inj['requested']:.0%} slowdown: **{inj['flagged']} of "
-                      f"{inj['benchmarks']}** flagged as regression (compare exit {inj['exit_code']})", "",
-                      "| benchmark | verdict | ratio | injected (estimated) |", "| --- | --- | --- | --- |"]  # fmt: skip
-            for name, r in inj["rows"].items():
-                ratio = f"{r['ratio']:.4f}" if r["ratio"] is not None else "-"
-                est = f"{r['estimated']:.2%}" if r["estimated"] is not None else "-"
-                lines.append(f"| `{name.split('::')[-1]}` | {r['verdict']} | {ratio} | {est} |")
-        lines.append("")
-    return "\n".join(lines) + "\n"
+    _options(parser)
+    return _run(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

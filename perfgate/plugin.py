@@ -85,8 +85,15 @@ class Settings:
     ) -> Settings:
         """Raises ValueError for an unknown mode, fewer than 2 rounds or a negative warm-up."""
         chosen = modes.get(mode)
-        if rounds is not None and rounds < 2:
-            raise ValueError(f"--perfgate-rounds must be >= 2, got {rounds}")
+        from perfgate.settings import defaults
+
+        # fewer rounds than the gate's min_samples could never be judged (compare: exit 2)
+        minimum = defaults().stats.min_samples
+        if rounds is not None and rounds < minimum:
+            raise ValueError(
+                f"--perfgate-rounds must be >= {minimum} (min_samples), got {rounds}: "
+                f"rerun with at least {minimum} rounds"
+            )
         if warmup < 0:
             raise ValueError(f"--perfgate-warmup must be >= 0, got {warmup}")
         return cls(

@@ -46,6 +46,7 @@ class Row:
     current_median: float | None = None
     n_baseline: int | None = None
     n_current: int | None = None
+    looks: int | None = None  # adaptive rounds: the look that decided it (1 = the first rounds)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
@@ -98,6 +99,7 @@ class Report:
                     "current_median": _finite(r.current_median),
                     "n_baseline": r.n_baseline,
                     "n_current": r.n_current,
+                    "looks": r.looks,
                     "reason": r.reason,
                 }
                 for r in self.sorted_rows()
@@ -218,10 +220,23 @@ def render_markdown(report: Report) -> str:
 def _gate_description(settings: dict[str, Any]) -> str:
     if not settings:
         return ""
+    looks = settings.get("looks", 1)
+    level = f"p < {settings['alpha']:g}"
+    if looks > 1:
+        level += f" / {looks} looks"
+    if settings.get("ab"):
+        threshold = f"±{settings['ab_min_effect']:.1%} (same-job A/B: no drift between sides)"
+    else:
+        threshold = f"max({settings['min_effect']:.1%}, {settings['noise_factor']:g} × noise)"
+        if "drift_factor" in settings:
+            threshold += (
+                f", or max({settings['min_effect_drift']:.1%}, {settings['drift_factor']:g} × "
+                "run-to-run spread) where the baseline records one"
+            )
     return (
-        f"A change counts when a one-sided Mann-Whitney U test gives p < {settings['alpha']:g} "
-        f"and the {settings['confidence']:.0%} bootstrap CI of the median ratio lies beyond "
-        f"max({settings['min_effect']:.1%}, {settings['noise_factor']:g} × noise)."
+        f"A change counts when a one-sided Mann-Whitney U test gives {level} "
+        f"and the bootstrap CI (two-sided at 1 - 2 × that level) of the median ratio lies "
+        f"beyond {threshold}."
     )
 
 
@@ -242,6 +257,8 @@ def _cells(row: Row) -> list[str]:
     """change, CI, p, threshold, baseline median, current median, samples a side."""
     ci = "" if row.ci_low is None else f"{_pct(row.ci_low)} … {_pct(row.ci_high)}"
     n = "/".join("-" if k is None else str(k) for k in (row.n_baseline, row.n_current))
+    if row.looks is not None and row.looks > 1:
+        n += f" ({row.looks} looks)"
     return [
         _pct(row.ratio),
         ci,

@@ -58,7 +58,7 @@ PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 TABLE = "tool.perfgate"
 
 # Option groups, by the commands that use them.
-STATS, ROUNDS, ISA = "stats", "rounds", "isa"
+STATS, ROUNDS, ISA, BASELINE = "stats", "rounds", "isa", "baseline"
 
 
 class SettingsError(ValueError):
@@ -144,6 +144,62 @@ KEYS: tuple[Key, ...] = (
         STATS,
     ),
     Key("seed", int, lambda v: v >= 0, ">= 0", "seed of the bootstrap (verdicts repeat)", STATS),
+    Key(
+        "min_effect_drift",
+        float,
+        lambda v: 0 <= v < 1,
+        "a fraction in [0, 1), e.g. 0.02 for 2%",
+        "floor of the threshold against a baseline that records its run-to-run spread",
+        STATS,
+    ),
+    Key(
+        "drift_factor",
+        float,
+        lambda v: 0 <= v < math.inf,
+        "finite and >= 0",
+        "threshold against such a baseline = max(min_effect_drift, drift_factor x its spread)",
+        STATS,
+    ),
+    Key(
+        "ab_min_effect",
+        float,
+        lambda v: 0 <= v < 1,
+        "a fraction in [0, 1), e.g. 0.015 for 1.5%",
+        "threshold of a same-job A/B comparison (perfgate ab): no drift between the sides",
+        STATS,
+    ),
+    Key(
+        "looks",
+        int,
+        lambda v: 1 <= v <= 8,
+        "an int in [1, 8]",
+        "adaptive rounds: looks at rounds x 1, 2, 4, ...; alpha is divided by it (Bonferroni)",
+        STATS,
+    ),
+    Key(
+        "inconclusive_exit",
+        int,
+        lambda v: v in (0, 1),
+        "0 (warn) or 1 (fail)",
+        "exit code of a benchmark still inconclusive after every look",
+        STATS,
+    ),
+    Key(
+        "bootstrap_max_samples",
+        int,
+        lambda v: v >= 100,
+        ">= 100",
+        "a side with more samples is bootstrapped m-out-of-n with m = this (bounded time, memory)",
+        STATS,
+    ),
+    Key(
+        "baseline_runs",
+        int,
+        lambda v: 1 <= v <= 20,
+        "an int in [1, 20]",
+        "independent runs update-baselines records and pools (>= 2 measures the spread)",
+        BASELINE,
+    ),
     *(
         Key(
             f"rounds.{mode}",
@@ -217,6 +273,7 @@ class GateSettings:
     rounds: Mapping[str, int]  # timing mode -> measured rounds per benchmark
     isa: IsaTolerances
     source: str  # the file read, and the overridden keys, for messages
+    baseline_runs: int = 3  # always set by load() from the table
 
     def values(self) -> dict[str, int | float]:
         """Every key by its dotted name: the flat view that reports echo."""
@@ -226,6 +283,7 @@ class GateSettings:
         out.update({f"rounds.{mode}": n for mode, n in self.rounds.items()})
         out["isa.vgpr_tolerance_abs"] = self.isa.vgpr_tolerance_abs
         out["isa.vgpr_tolerance_rel"] = self.isa.vgpr_tolerance_rel
+        out["baseline_runs"] = self.baseline_runs
         return out
 
 
@@ -255,7 +313,20 @@ def load(
         checked[name] = _check(k, value, f"{k.flag}: {k.name}")
         overridden.append(k.flag)
     source = str(path) + (f" with {' '.join(overridden)}" if overridden else "")
+    _check_rounds_cover_minimum(checked, where)
     return _build(checked, source)
+
+
+def _check_rounds_cover_minimum(values: Mapping[str, int | float], where: str) -> None:
+    """A run of fewer rounds than ``min_samples`` can never be judged, so it may not be asked
+    for: the gate would only ever answer "rerun with more rounds"."""
+    need = values["min_samples"]
+    for mode in _ROUND_MODES:
+        if values[f"rounds.{mode}"] < need:
+            raise SettingsError(
+                f"{where} rounds.{mode} must be >= min_samples ({need}), "
+                f"got {values[f'rounds.{mode}']}: rerun with at least {need} rounds"
+            )
 
 
 @functools.cache
@@ -365,4 +436,5 @@ def _build(values: Mapping[str, int | float], source: str) -> GateSettings:
             vgpr_tolerance_rel=float(values["isa.vgpr_tolerance_rel"]),
         ),
         source=source,
+        baseline_runs=int(values["baseline_runs"]),
     )

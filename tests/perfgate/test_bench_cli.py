@@ -85,11 +85,20 @@ def test_selection_and_passthrough_reach_pytest():
     assert not bench.selection_given(None, None, [])
 
 
-def test_modes_map_to_suites():
-    assert bench.suites("both") == ("device", "leaderboard")
-    assert bench.suites("leaderboard") == ("leaderboard",)
+def test_mode_option_maps_to_modes():
+    assert bench.modes("both") == bench.MODE_NAMES
+    assert bench.modes("leaderboard") == ("leaderboard",)
     with pytest.raises(ValueError, match="mode"):
-        bench.suites("host")
+        bench.modes("nosuchmode")
+
+
+def test_rerun_command_names_the_benchmarks_and_every_bench_marker():
+    # the rerun of inconclusive grid benchmarks must not be deselected by "not slow"
+    cmd = bench.pytest_command(
+        "device", Path("d.json"), keyword=None, markers="bench", extra=[], targets=NAMES
+    )
+    assert cmd[3:5] == NAMES and "tests/perf" not in cmd
+    assert cmd[cmd.index("-m", 2) + 1] == "bench"
 
 
 def test_baseline_path_per_device_key():
@@ -102,7 +111,7 @@ def test_baseline_path_per_device_key():
     for bad in ("", "..", "a/b"):  # a key must never escape perf_baselines
         with pytest.raises(ValueError, match="device_key"):
             bench.baseline_path(Path("pb"), bad, "device")
-    with pytest.raises(ValueError, match="suite"):
+    with pytest.raises(ValueError, match="mode"):
         bench.baseline_path(Path("pb"), "nvidia-h200", "both")
 
 
@@ -110,7 +119,7 @@ def test_baseline_path_per_device_key():
 @pytest.fixture
 def fake_gpu(monkeypatch, tmp_path, make_result, gpu_like):
     """A GPU machine whose pytest writes results with the samples in ``state["factor"]``."""
-    state = {"factor": 1.0, "rc": 0, "commands": [], "names": NAMES}
+    state = {"factor": 1.0, "rc": 0, "commands": [], "names": NAMES, "fingerprint": {}}
     monkeypatch.setattr(bench, "gpu_available", lambda: True)
 
     def fake_run(cmd, cwd=None, env=None, check=False):
@@ -118,9 +127,19 @@ def fake_gpu(monkeypatch, tmp_path, make_result, gpu_like):
         if state["rc"] == 0:
             path = Path(next(a for a in cmd if a.startswith("--benchmark-json=")).split("=", 1)[1])
             mode = next(a for a in cmd if a.startswith("--perfgate-mode=")).split("=", 1)[1]
+            rounds = [int(a.split("=")[1]) for a in cmd if a.startswith("--perfgate-rounds=")]
+            run = len(state["commands"])  # every run its own samples: independent runs
+            names = [n for n in state["names"] if "tests/perf" in cmd or n in cmd]
+            factor = state["factor"]
             data = make_result(
-                {n: gpu_like(i, 40, factor=state["factor"]) for i, n in enumerate(state["names"])},
+                {
+                    n: gpu_like(100 * run + i, (rounds or [40])[0], factor=factor(n, run))
+                    if callable(factor)
+                    else gpu_like(100 * run + i, (rounds or [40])[0], factor=factor)
+                    for i, n in enumerate(names)
+                },
                 mode=mode,
+                **state["fingerprint"],
             )
             write_atomic(path, data)
         assert env["PERFGATE_REQUIRE_GPU"] == "1"
@@ -209,36 +228,63 @@ def test_update_isa_delegates_to_the_isa_gate(monkeypatch, tmp_path):
     ]
 
 
-def test_experiments_report_spread_false_alarms_and_injection(
-    monkeypatch, tmp_path, make_result, gpu_like
-):
-    from perfgate import experiments
-
-    monkeypatch.setattr(bench, "gpu_available", lambda: True)
-    seeds = iter(range(100, 200))
-
-    def fake_run(mode, json_path, *, inject, extra, log):
-        factor = 1.0 + (inject or 0.0) * 4  # a 20% slowdown when injected: surely flagged
-        data = make_result({n: gpu_like(next(seeds), 40, factor=factor) for n in NAMES}, mode=mode)
-        write_atomic(json_path, data)
-        return 0
-
-    monkeypatch.setattr(experiments, "_run", fake_run)
-    assert experiments.main([str(tmp_path), "--runs", "3"]) == 0
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    for mode in ("device", "leaderboard"):
-        res = summary["modes"][mode]
-        assert res["runs"] == 3
-        assert res["false_alarms"]["comparisons"] == 3 * len(NAMES)  # 3 pairs x 2 benchmarks
-        assert res["injection"]["flagged"] == len(NAMES)
-        assert set(res["spread"]) == set(NAMES)
-        assert (tmp_path / "perf_baselines" / "nvidia-h200" / f"{mode}.json").is_file()
-    assert "False alarms" in (tmp_path / "summary.md").read_text()
+def test_update_pools_independent_runs_and_records_their_spread(fake_gpu):
+    assert main(["update-baselines", *fake_gpu["dirs"]]) == 0
+    assert len(fake_gpu["commands"]) == 3  # baseline_runs = 3 separate pytest processes
+    written = load(fake_gpu["tmp"] / "pb" / "nvidia-h200" / "device.json")
+    for bench_ in written["benchmarks"]:
+        runs = bench_["extra_info"]["perfgate_runs"]
+        assert runs["runs"] == 3 and runs["rounds"] == [40, 40, 40]
+        assert bench_["stats"]["rounds"] == len(bench_["stats"]["data"]) == 120
+        assert runs["spread"] == (max(runs["medians"]) - min(runs["medians"])) / min(
+            runs["medians"]
+        )
+    assert written["machine_info"]["perfgate"]["fingerprint"]["git_commit"] == "0123abc"
 
 
-def test_spread():
-    from perfgate.experiments import spread
+@pytest.mark.parametrize("runs", ["0", "21", "x"])
+def test_update_rejects_a_bad_runs_option(fake_gpu, capsys, runs):
+    code = None
+    try:
+        code = main(["update-baselines", "--runs", runs, *fake_gpu["dirs"]])
+    except SystemExit as exc:  # argparse: not an int
+        code = exc.code
+    assert code == 2 and fake_gpu["commands"] == []
 
-    assert spread([4.0, 5.0, 4.5]) == 0.25
-    with pytest.raises(ValueError):
-        spread([4.0])  # one run has no spread
+
+def test_update_refuses_another_device_unless_asked(fake_gpu, capsys):
+    assert main(["update-baselines", "--runs", "2", *fake_gpu["dirs"]]) == 0
+    path = fake_gpu["tmp"] / "pb" / "nvidia-h200" / "device.json"
+    before = path.read_bytes()
+    # same device key, fewer CUs: a MIG slice is not the card the baseline describes
+    fake_gpu["fingerprint"] = {"compute_units": 66}
+    assert main(["update-baselines", "--runs", "2", *fake_gpu["dirs"]]) == 2
+    err = capsys.readouterr().err
+    assert "another device" in err and "compute_units 132 -> 66" in err
+    assert "--replace-device" in err and path.read_bytes() == before
+    args = ["update-baselines", "--runs", "2", "--replace-device", *fake_gpu["dirs"]]
+    assert main(args) == 0 and path.read_bytes() != before
+
+
+def test_update_refuses_a_run_without_a_commit(fake_gpu, capsys):
+    fake_gpu["fingerprint"] = {"git_commit": None}
+    assert main(["update-baselines", *fake_gpu["dirs"]]) == 2
+    assert "no git commit" in capsys.readouterr().err
+    assert not (fake_gpu["tmp"] / "pb" / "nvidia-h200").exists()
+
+
+def test_bench_gives_an_inconclusive_benchmark_more_rounds(fake_gpu):
+    assert main(["update-baselines", *fake_gpu["dirs"]]) == 0
+    n_base = len(fake_gpu["commands"])
+    # NAMES[0] 2.5% slower: near the 2% floor, so more rounds decide it; NAMES[1] unchanged
+    fake_gpu["factor"] = lambda name, run: 1.025 if name == NAMES[0] else 1.0
+    code = main(["bench", "--rounds-device", "20", *fake_gpu["dirs"]])
+    reruns = fake_gpu["commands"][n_base + 1 :]
+    report = json.loads((fake_gpu["tmp"] / "results" / "device.compare.json").read_text())
+    rows = {b["name"]: b for b in report["benchmarks"]}
+    assert rows[NAMES[1]]["looks"] == 1 and rows[NAMES[1]]["n_current"] == 20
+    # every rerun names only the undecided benchmark and doubles its rounds: 20 -> 40 -> 80
+    assert reruns and all(NAMES[0] in c and NAMES[1] not in c for c in reruns)
+    assert rows[NAMES[0]]["n_current"] == 20 * 2 ** (rows[NAMES[0]]["looks"] - 1)
+    assert rows[NAMES[0]]["looks"] == len(reruns) + 1
+    assert code == (1 if rows[NAMES[0]]["verdict"] in ("regression", "inconclusive") else 0)

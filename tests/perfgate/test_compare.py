@@ -118,13 +118,43 @@ def test_missing_benchmark_fails_unless_allowed(
     assert verdicts(tmp_path / "o.json")[RED] == "missing"
 
 
-def test_too_few_samples_is_inconclusive_and_passes(write_result, gpu_like, tmp_path):
-    base = write_result("b.json", {LB: gpu_like(1, n=5)})
-    cur = write_result("c.json", {LB: gpu_like(2, n=5, factor=1.5)})
-    code, text = run(base, cur, json_out=tmp_path / "o.json")
-    assert code == 0
+@pytest.mark.parametrize(
+    ("n_base", "n_cur"),
+    [
+        (3, 30),  # a 3-round current run: the "too short to judge" case
+        (30, 3),  # a 3-round baseline is no better
+        (1, 1),  # one sample a side, 50% slower: once printed "PASS: 1 inconclusive"
+        (9, 30),  # one below min_samples (10)
+    ],
+)
+def test_too_few_rounds_never_passes(write_result, gpu_like, tmp_path, capsys, n_base, n_cur):
+    base = write_result("b.json", {LB: gpu_like(1, n=n_base)})
+    cur = write_result("c.json", {LB: gpu_like(2, n=n_cur, factor=1.5)})
+    code, _ = run(base, cur, json_out=tmp_path / "o.json")
+    assert code == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "rerun with at least 10 rounds" in err
+    assert not (tmp_path / "o.json").exists()
+
+
+def test_exactly_min_samples_is_judged(write_result, gpu_like, tmp_path):
+    base = write_result("b.json", {LB: gpu_like(1, n=10)})
+    cur = write_result("c.json", {LB: gpu_like(2, n=10, factor=1.5)})
+    code, _ = run(base, cur, json_out=tmp_path / "o.json")
+    assert code == 1 and verdicts(tmp_path / "o.json") == {LB: "regression"}
+
+
+@pytest.mark.parametrize(("inconclusive_exit", "expected"), [(1, 1), (0, 0)])
+def test_inconclusive_fails_unless_configured_to_warn(
+    write_result, gpu_like, tmp_path, inconclusive_exit, expected
+):
+    # A 3% shift at 1% noise sits on the 3% threshold: the grey zone.
+    base = write_result("b.json", {LB: gpu_like(1, n=30)})
+    cur = write_result("c.json", {LB: gpu_like(2, n=30, factor=1.03)})
+    settings = dataclasses.replace(FAST, inconclusive_exit=inconclusive_exit)
+    code, _ = run(base, cur, settings, json_out=tmp_path / "o.json")
     assert verdicts(tmp_path / "o.json") == {LB: "inconclusive"}
-    assert "too few samples" in text
+    assert code == expected
 
 
 # --- unusable input: exit 2, one line on stderr ------------------------------------------------
@@ -260,7 +290,7 @@ def test_json_report(write_result, bench, tmp_path):
     row = report["benchmarks"][0]
     assert set(row) == {
         "name", "verdict", "ratio", "ci_low", "ci_high", "p_value", "threshold", "noise",
-        "baseline_median", "current_median", "n_baseline", "n_current", "reason",
+        "baseline_median", "current_median", "n_baseline", "n_current", "looks", "reason",
     }  # fmt: skip
     assert row["verdict"] == "regression"
     assert row["ci_low"] > 1.04 and row["ci_low"] < row["ratio"] < row["ci_high"]
@@ -322,7 +352,8 @@ def test_every_report_echoes_every_setting(write_result, bench, tmp_path):
     # The console caption may wrap: compare the words.
     assert "settings: alpha=0.01, confidence=0.98, min_effect=0.07" in " ".join(text.split())
     markdown = (tmp_path / "o.md").read_text()
-    assert "`n_resamples=500`, `seed=3`, `allow_missing=false`" in markdown
+    assert "`n_resamples=500`, `bootstrap_max_samples=2000`, `seed=3`" in markdown
+    assert "`allow_missing=false`, `ab=false`" in markdown
     for key in used:
         assert f"{key}=" in text and f"`{key}=" in markdown, key
 

@@ -27,7 +27,7 @@ def _bf16(bits: list[int]) -> torch.Tensor:
 # -- modes and settings -------------------------------------------------------------------------
 def test_modes_are_defined_once_and_shared():
     assert modes.MODE_NAMES == ("device", "leaderboard")
-    assert bench.SUITES is modes.MODE_NAMES
+    assert bench.MODE_NAMES is modes.MODE_NAMES
     assert baseline.MODES is modes.MODE_NAMES
     assert modes.get("leaderboard").default_rounds == 100
     with pytest.raises(ValueError, match="mode must be one of device, leaderboard, got 'host'"):
@@ -54,14 +54,21 @@ def test_settings_default_rounds_per_mode(mode, rounds):
 
 
 def test_settings_keep_explicit_values():
-    s = Settings.from_options("leaderboard", 2, 0, no_graph=True)
-    assert (s.mode.name, s.rounds, s.warmup, s.use_graph) == ("leaderboard", 2, 0, False)
+    s = Settings.from_options("leaderboard", 10, 0, no_graph=True)
+    assert (s.mode.name, s.rounds, s.warmup, s.use_graph) == ("leaderboard", 10, 0, False)
 
 
 @pytest.mark.parametrize(
     "args, message",
     [
-        (("device", 1, 5), "--perfgate-rounds must be >= 2, got 1"),
+        (
+            ("device", 1, 5),
+            "--perfgate-rounds must be >= 10 (min_samples), got 1: rerun with at least 10 rounds",
+        ),
+        (
+            ("device", 9, 5),
+            "--perfgate-rounds must be >= 10 (min_samples), got 9: rerun with at least 10 rounds",
+        ),
         (("device", None, -1), "--perfgate-warmup must be >= 0, got -1"),
         (("host", None, 5), "mode must be one of device, leaderboard, got 'host'"),
     ],
@@ -120,7 +127,9 @@ def test_plugin_alone_registers_options_and_validates(pytester):
     pytester.makepyfile(test_x=BENCH_OK)
     result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-rounds=1")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --perfgate-rounds must be >= 2, got 1"])
+    result.stderr.fnmatch_lines(["ERROR: --perfgate-rounds must be >= 10 (min_samples), got 1*"])
+    result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-rounds=3")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # a 3-round run could never be judged
     result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-mode=host")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-warmup=-1", "--co")

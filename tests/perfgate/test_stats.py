@@ -271,3 +271,94 @@ def test_confidence_level_matches_alpha():
     # Each bound of the two-sided (1 - 2 alpha) interval is a one-sided (1 - alpha) bound.
     assert Settings().confidence == 1 - 2 * 0.01
     assert Settings(alpha=0.05).confidence == 1 - 2 * 0.05
+
+
+# -- the bootstrap interval's coverage (a 50% interval instead of 98% once went unnoticed) -----
+def _null_coverage(level: float, trials: int = 300) -> float:
+    """How often the interval at ``level`` contains the true ratio 1 on seeded null data."""
+    from perfgate.stats import bootstrap_ratio_ci
+
+    rng = np.random.default_rng(7)
+    settings = Settings(n_resamples=1000)
+    hits = 0
+    for _ in range(trials):
+        # continuous data, odd n: the median is one order statistic, no ties
+        base, cur = 1 + 0.01 * rng.standard_normal((2, 101))
+        low, high = bootstrap_ratio_ci(base, cur, settings, confidence=level)
+        hits += low <= 1.0 <= high
+    return hits / trials
+
+
+def test_the_98_percent_interval_covers_the_truth_about_98_percent_of_the_time():
+    # 300 trials: the binomial sd at 98% is 0.8%; the percentile bootstrap of a median is a
+    # little liberal at n=101, so the band is 94-100%. A 50% interval lands near 50%.
+    assert 0.94 <= _null_coverage(FAST.confidence) <= 1.0
+
+
+def test_a_50_percent_interval_would_fail_the_coverage_check():
+    assert _null_coverage(0.5) < 0.7
+
+
+def test_large_sides_are_bootstrapped_m_out_of_n_with_the_full_width():
+    from perfgate.stats import bootstrap_ratio_ci
+
+    rng = np.random.default_rng(3)
+    base, cur = 1 + 0.01 * rng.standard_normal((2, 20_000))
+    full = bootstrap_ratio_ci(base, cur, Settings(n_resamples=500, bootstrap_max_samples=20_000))
+    sub = bootstrap_ratio_ci(base, cur, Settings(n_resamples=500, bootstrap_max_samples=500))
+    # the shrunk subset interval has the full one's width to within the bootstrap's own noise
+    # (without the sqrt(m/n) shrink it would be sqrt(40) = 6.3 times wider)
+    assert (sub[1] - sub[0]) == pytest.approx(full[1] - full[0], rel=0.3)
+    ratio = float(np.median(cur) / np.median(base))
+    assert sub[0] < ratio < sub[1]
+
+
+# -- thresholds: stored baseline with a measured drift, same-job A/B -------------------------
+@pytest.mark.parametrize(
+    ("drift", "ab", "threshold"),
+    [
+        (None, False, 0.03),  # no recorded spread: the old floor
+        (0.001, False, 0.02),  # a quiet baseline: the 2% floor
+        (0.015, False, 0.03),  # 2 x a 1.5% spread is above the floor
+        (None, True, 0.015),  # A/B: no drift between the sides
+        (0.05, True, 0.015),  # A/B ignores a stored spread
+    ],
+)
+def test_threshold_follows_drift_and_ab(drift, ab, threshold):
+    rng = np.random.default_rng(1)
+    res = compare_samples(
+        1 + 0.001 * rng.standard_normal(30), 1 + 0.001 * rng.standard_normal(30),
+        FAST, drift=drift, ab=ab,
+    )  # fmt: skip
+    assert res.threshold == pytest.approx(threshold)
+
+
+@pytest.mark.parametrize("how", [{"ab": True}, {"drift": 0.004}], ids=["ab", "stored+drift"])
+def test_a_3_percent_shift_at_half_a_percent_noise_is_flagged_at_least_95_percent(how):
+    # the issue's goal: 200 rounds a side, 0.5% noise, a true 3% slowdown, judged at the first
+    # of three looks (alpha / 3)
+    rng = np.random.default_rng(11)
+    verdicts = Counter()
+    for _ in range(100):
+        base = 1 + 0.005 * rng.standard_normal(200)
+        cur = 1.03 * (1 + 0.005 * rng.standard_normal(200))
+        verdicts[compare_samples(base, cur, FAST, looks=3, **how).verdict] += 1
+    assert verdicts[REGRESSION] >= 95, verdicts
+
+
+def test_more_looks_mean_a_stricter_level_per_look():
+    assert FAST.look_alpha(1) == FAST.alpha and FAST.look_alpha(3) == FAST.alpha / 3
+    rng = np.random.default_rng(5)
+    base, cur = 1 + 0.01 * rng.standard_normal((2, 12))
+    one = compare_samples(base, cur * 1.01, FAST, ab=True)
+    three = compare_samples(base, cur * 1.01, FAST, ab=True, looks=3)
+    assert three.ci_low <= one.ci_low and three.ci_high >= one.ci_high  # a wider interval
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValueError, match="looks must be an int >= 1"):
+            FAST.look_alpha(bad)
+
+
+@pytest.mark.parametrize("drift", [-0.01, float("nan"), float("inf")])
+def test_a_bad_drift_is_refused(drift):
+    with pytest.raises(ValueError, match="drift must be a finite fraction >= 0"):
+        compare_samples([1.0] * 10, [1.0] * 10, FAST, drift=drift)

@@ -1,0 +1,106 @@
+"""Interleaved measurement: several streams (a side's worker x a case x a variant) timed in
+alternating blocks of rounds on one GPU, so that clocks, temperature and other tenants hit every
+stream alike.
+
+The block order alternates forward and backward (A B, B A, A B, ...: ABBA for two streams): a
+slow drift over the session then costs every stream the same on average, and no stream always
+runs right after the same other one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_BLOCK = 10
+
+
+class WorkerError(RuntimeError):
+    """A worker failed or died; the message is one line naming the side."""
+
+
+def block_order(streams: Sequence[Any], rounds: int, block: int = DEFAULT_BLOCK) -> Iterator:
+    """``(stream, k)`` pairs measuring ``rounds`` rounds of every stream in blocks of at most
+    ``block``: forward order, then backward, and so on."""
+    if rounds < 0 or block < 1:
+        raise ValueError(f"need rounds >= 0 and block >= 1, got {rounds} and {block}")
+    done, flip = 0, False
+    while done < rounds:
+        k = min(block, rounds - done)
+        for stream in reversed(streams) if flip else streams:
+            yield stream, k
+        done += k
+        flip = not flip
+
+
+class SideProcess:
+    """One worker process (``python -m perfgate.sampler``) and its pipes."""
+
+    def __init__(self, label: str, kernels_root: Path, env: dict[str, str] | None = None) -> None:
+        self.label = label
+        cmd = [sys.executable, "-m", "perfgate.sampler", "--kernels-root", str(kernels_root)]
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            env=dict(os.environ, **(env or {})),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError) as exc:
+            raise WorkerError(f"{self.label}: worker pipe broke ({exc})") from None
+        if not line:
+            raise WorkerError(f"{self.label}: worker exited ({self.proc.poll()}); see its stderr")
+        answer = json.loads(line)
+        if not answer.get("ok"):
+            raise WorkerError(f"{self.label}: {answer.get('error')}")
+        return answer
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(WorkerError):
+                self.ask({"op": "quit"})
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@dataclass(frozen=True)
+class Stream:
+    """What one series of samples measures."""
+
+    side: Any  # a SideProcess (anything with ask())
+    case: str
+    variant: str
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.side.label, self.case, self.variant)
+
+
+def measure(
+    streams: Sequence[Stream], rounds: int, samples: dict, *, block: int = DEFAULT_BLOCK
+) -> None:
+    """Add ``rounds`` interleaved rounds to every stream's list in ``samples`` (by stream key)."""
+    for stream, k in block_order(streams, rounds, block):
+        answer = stream.side.ask(
+            {"op": "run", "case": stream.case, "variant": stream.variant, "rounds": k}
+        )
+        samples.setdefault(stream.key, []).extend(float(x) for x in answer["samples"])

@@ -1,0 +1,223 @@
+"""A measuring worker: one process, one revision's ``kernels``, perfgate's timer, driven over pipes.
+
+``perfgate ab`` and ``perfgate experiment`` start one worker per side (``python -m
+perfgate.sampler --kernels-root ROOT``, with this checkout as working directory): perfgate (the
+timer, the flush, the harness's input and output checks) is always this checkout's, so both
+sides are timed by the same code, while ``kernels`` is imported from ROOT, the revision under
+test (a git worktree of the base). Both workers sit on the same GPU; the orchestrator asks one
+at a time for a block of rounds, so they never run at once and alternate in ABBA order.
+
+Protocol: one JSON object per line. Requests on stdin, answers on the process's original stdout
+(anything the code under test prints goes to stderr instead):
+
+- ``{"op": "prepare", "cases": [CASE...], "levels": [0.05, ...]}``: build every case's inputs
+  (the same seeds as the pytest harness), check every output against the reference, capture the
+  graph over the rotated copies, and one more graph per injected level with a calibrated device
+  sleep after the calls (:mod:`perfgate.inject`). Answer: ``{"ok": true, "cases": {id: INFO}}``.
+- ``{"op": "run", "case": ID, "variant": "plain" | "0.05", "rounds": N}``: N rounds, each after
+  the cache flush; answer ``{"ok": true, "samples": [seconds per call, ...]}``.
+- ``{"op": "quit"}``. Any failure answers ``{"ok": false, "error": "one line"}``.
+
+CASE: ``{"name": fullname, "kind": "gemm", "m", "n", "k", "set_bytes"}`` or
+``{"name", "kind": "reducer", "splits", "m", "n", "set_bytes"}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from perfgate import timing
+
+PLAIN = "plain"
+
+
+def variant_name(level: float) -> str:
+    """The name of an injected variant: the fraction as written (``0.05``)."""
+    return f"{level:g}"
+
+
+def use_kernels_from(root: Path) -> None:
+    """Make ``import kernels`` find ROOT's package while ``perfgate`` stays this checkout's: a
+    directory holding only a link named ``kernels`` goes first on ``sys.path``."""
+    source = Path(root).resolve() / "kernels"
+    if not (source / "__init__.py").is_file():
+        raise FileNotFoundError(f"--kernels-root: {root} has no kernels package")
+    if "kernels" in sys.modules:
+        raise RuntimeError("kernels was imported before the worker chose its revision")
+    overlay = Path(tempfile.mkdtemp(prefix="perfgate-kernels-"))
+    (overlay / "kernels").symlink_to(source, target_is_directory=True)
+    sys.path.insert(0, str(overlay))
+
+
+class Bench:
+    """One case ready to time: its plain launch and its injected variants."""
+
+    def __init__(self, launches: dict[str, Any], calls: int) -> None:
+        self.launches = launches
+        self.calls = calls
+
+
+class Worker:
+    """The GPU side of the protocol (imports torch and the revision's kernels)."""
+
+    def __init__(self) -> None:
+        import torch
+
+        from kernels.device import device_info
+
+        self.device = torch.device("cuda")
+        self.info = device_info()
+        self.flush = timing.gate_flush(self.info.last_level_cache_bytes, self.device)
+        self.benches: dict[str, Bench] = {}
+
+    def prepare(self, cases: list[dict[str, Any]], levels: list[float]) -> dict[str, Any]:
+        out = {}
+        for case in cases:
+            calls, refs, check = self._calls(case)
+            out[case["name"]] = self._prepare_one(case["name"], calls, refs, check, levels)
+        return {"cases": out, "reducer_backend": _reducer_backend()}
+
+    def _calls(self, case: dict[str, Any]):
+        from perfgate import plugin
+
+        copies = timing.rotation_count(case["set_bytes"], self.info.last_level_cache_bytes)
+        if case["kind"] == "gemm":
+            return self._gemm_calls(case, copies, plugin)
+        if case["kind"] == "reducer":
+            return self._reducer_calls(case, copies, plugin)
+        raise ValueError(f"case kind must be gemm or reducer, got {case['kind']!r}")
+
+    def _gemm_calls(self, case, copies, plugin):
+        import torch
+
+        from kernels.gemm import gemm_a16wfp4
+        from kernels.reference import generate_input, reference_gemm
+
+        sets = [
+            generate_input(
+                case["m"], case["n"], case["k"], seed=plugin.SEED_BASE + i, device=self.device
+            )
+            for i in range(copies)
+        ]
+        refs = [reference_gemm(d[0], d[3], d[4]) for d in sets]
+        outs = [torch.empty_like(ref) for ref in refs]
+        calls = [
+            plugin.bind(gemm_a16wfp4, (d[0], d[3], d[4]), {"out": o})
+            for d, o in zip(sets, outs, strict=True)
+        ]
+        return calls, refs, plugin.check_gemm
+
+    def _reducer_calls(self, case, copies, plugin):
+        import torch
+
+        from kernels.splitk import reduce_partials
+
+        partials = []
+        for i in range(copies):
+            gen = torch.Generator(device=self.device).manual_seed(plugin.SEED_BASE + i)
+            shape = (case["splits"], case["m"], case["n"])
+            partials.append(torch.randn(shape, generator=gen, device=self.device))
+        refs = [plugin.reducer_oracle(p) for p in partials]
+        outs = [torch.empty_like(r) for r in refs]
+        calls = [
+            plugin.bind(reduce_partials, (p, o), {}) for p, o in zip(partials, outs, strict=True)
+        ]
+        return calls, refs, plugin.check_exact
+
+    def _prepare_one(self, name, calls, refs, check, levels) -> dict[str, Any]:
+        import torch
+
+        from perfgate import inject, plugin
+
+        eager = [call() for call in calls]  # JIT, autotune and module load happen here
+        torch.cuda.synchronize()
+        plugin.check_all(eager, refs, check, "eager call")
+        plain = timing.build_launch(calls)
+        plain.run()
+        torch.cuda.synchronize()
+        plugin.check_all(plain.outputs, refs, check, f"{plain.kind} launch")
+        launches = {PLAIN: plain}
+        info: dict[str, Any] = {"calls": len(calls), "launch": plain.kind, "note": plain.note}
+        if levels:
+            replay = timing.probe_median(plain.run, self.flush, calls=1, rounds=15)
+            info["plain_replay_s"] = replay
+            for level in levels:
+                sleep = inject.calibrate(level * replay, self.flush)
+                launches[variant_name(level)] = timing.build_launch(calls, sleep)
+                info[variant_name(level)] = inject.describe(sleep)
+        self.benches[name] = Bench(launches, len(calls))
+        return info
+
+    def run(self, name: str, variant: str, rounds: int) -> list[float]:
+        bench = self.benches[name]
+        clock = timing.DeviceClock()
+        timed = timing.Timed(bench.launches[variant].run, calls=bench.calls, clock=clock)
+        samples = []
+        for _ in range(rounds):
+            self.flush()
+            before = clock.read()
+            timed()
+            samples.append(clock.read() - before)
+        return samples
+
+
+def _reducer_backend() -> str | None:
+    try:
+        from kernels.splitk import reducer_backend
+
+        return str(reducer_backend())
+    except Exception:  # an older revision without it: the record just lacks the field
+        return None
+
+
+def serve(worker_factory, requests, answer) -> None:
+    """Answer each request line until ``quit`` or the end of input (no GPU needed to test)."""
+    worker = None
+    for line in requests:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            op = req.get("op")
+            if op == "quit":
+                answer({"ok": True})
+                return
+            if worker is None:
+                worker = worker_factory()
+            if op == "prepare":
+                answer({"ok": True, **worker.prepare(req["cases"], req.get("levels", []))})
+            elif op == "run":
+                samples = worker.run(req["case"], req["variant"], int(req["rounds"]))
+                answer({"ok": True, "samples": samples})
+            else:
+                answer({"ok": False, "error": f"unknown op {op!r}"})
+        except Exception as exc:  # the orchestrator reports it as that side's failure
+            answer({"ok": False, "error": " ".join(f"{type(exc).__name__}: {exc}".split())})
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m perfgate.sampler")
+    parser.add_argument("--kernels-root", type=Path, required=True)
+    args = parser.parse_args(argv)
+    # Answers go on the original stdout; whatever the code under test prints goes to stderr.
+    proto = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    use_kernels_from(args.kernels_root)
+
+    def answer(obj: dict[str, Any]) -> None:
+        proto.write(json.dumps(obj) + "\n")
+        proto.flush()
+
+    serve(Worker, sys.stdin, answer)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

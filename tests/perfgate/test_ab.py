@@ -1,0 +1,198 @@
+"""``perfgate ab`` on the CPU: ABBA order, the worker protocol, the adaptive A/B loop with
+synthetic sides, the benchmark cases, revisions and worktrees, and the command's refusals."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+
+import numpy as np
+import pytest
+
+from perfgate import ab, interleave, sampler
+from perfgate.__main__ import main
+from perfgate.stats import REGRESSION, UNCHANGED, Settings
+
+
+def test_block_order_is_abba():
+    order = [s for s, _ in interleave.block_order(["A", "B"], 40, block=10)]
+    assert order == ["A", "B", "B", "A", "A", "B", "B", "A"]
+    assert [k for _, k in interleave.block_order(["A", "B"], 25, block=10)] == [10] * 4 + [5, 5]
+    assert list(interleave.block_order(["A"], 0)) == []
+    with pytest.raises(ValueError):
+        list(interleave.block_order(["A"], 5, block=0))
+
+
+class FakeSide:
+    """A worker answering ``run`` with synthetic samples: ``factor`` per case, 0.5% noise."""
+
+    def __init__(self, label: str, factors: dict[str, float], seed: int) -> None:
+        self.label, self.factors = label, factors
+        self.rng = np.random.default_rng(seed)
+        self.log: list[tuple[str, int]] = []
+
+    def ask(self, req):
+        self.log.append((req["case"], req["rounds"]))
+        f = self.factors.get(req["case"], 1.0)
+        return {
+            "ok": True,
+            "samples": list(f * (1 + 0.005 * self.rng.standard_normal(req["rounds"]))),
+        }
+
+
+def test_measure_ab_flags_the_slower_head_and_interleaves():
+    settings = Settings(n_resamples=500)
+    sides = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"slow": 1.03}, 2)}
+    decisions, samples = ab.measure_ab(sides, ["slow", "same"], settings, rounds=40)
+    assert decisions["slow"].result.verdict == REGRESSION
+    assert decisions["same"].result.verdict == UNCHANGED
+    for name, d in decisions.items():
+        assert (
+            len(samples[("base", name, "plain")])
+            == len(samples[("head", name, "plain")])
+            == d.rounds
+        )
+    # both sides asked for the same blocks: every round of one side has its twin on the other
+    assert sides["base"].log == sides["head"].log
+
+
+def test_worker_protocol_answers_errors_in_one_line():
+    class Fake:
+        def prepare(self, cases, levels):
+            return {"cases": {c["name"]: {"calls": 1} for c in cases}}
+
+        def run(self, name, variant, rounds):
+            if name == "bad":
+                raise AssertionError("wrong GEMM output\non copy 0")
+            return [1e-6] * rounds
+
+    lines = [
+        json.dumps({"op": "prepare", "cases": [{"name": "x"}]}),
+        "",
+        json.dumps({"op": "run", "case": "x", "variant": "plain", "rounds": 3}),
+        json.dumps({"op": "run", "case": "bad", "variant": "plain", "rounds": 3}),
+        json.dumps({"op": "nope"}),
+        json.dumps({"op": "quit"}),
+        json.dumps({"op": "run", "case": "x", "variant": "plain", "rounds": 3}),  # after quit
+    ]
+    answers = []
+    sampler.serve(Fake, io.StringIO("\n".join(lines)), answers.append)
+    assert answers[0] == {"ok": True, "cases": {"x": {"calls": 1}}}
+    assert answers[1] == {"ok": True, "samples": [1e-6] * 3}
+    assert answers[2] == {"ok": False, "error": "AssertionError: wrong GEMM output on copy 0"}
+    assert answers[3]["ok"] is False and "unknown op" in answers[3]["error"]
+    assert answers[4] == {"ok": True} and len(answers) == 5
+
+
+def test_worker_imports_kernels_from_the_chosen_tree(tmp_path, monkeypatch):
+    tree = tmp_path / "rev"
+    (tree / "kernels").mkdir(parents=True)
+    (tree / "kernels" / "__init__.py").write_text("WHERE = 'base'\n")
+    code = (
+        "import sys; from perfgate import sampler; "
+        f"sampler.use_kernels_from({str(tree)!r}); import kernels; print(kernels.WHERE)"
+    )
+    out = subprocess.run(
+        ["python3", "-c", code], capture_output=True, text=True, check=True, cwd=interleave.REPO
+    )
+    assert out.stdout.strip() == "base"
+    with pytest.raises(FileNotFoundError, match="has no kernels package"):
+        sampler.use_kernels_from(tmp_path)
+    import kernels  # noqa: F401  (this process has the checkout's: too late to choose)
+
+    with pytest.raises(RuntimeError, match="imported before"):
+        sampler.use_kernels_from(tree)
+
+
+def test_cases_are_named_as_the_pytest_benchmarks():
+    from perfgate import shapes
+
+    names = [c["name"] for c in ab.cases()]
+    assert len(names) == len(shapes.LEADERBOARD) + len(shapes.REDUCER)
+    assert (
+        names[0] == f"tests/perf/test_leaderboard.py::test_leaderboard[{shapes.LEADERBOARD[0].id}]"
+    )
+    assert any(n.startswith("tests/perf/test_reducer.py::test_reducer[s") for n in names)
+    assert len(ab.cases(("grid",))) == len(shapes.GRID)
+    assert [c["name"] for c in ab.cases(keyword="m16-n2112-k7168")] == [
+        "tests/perf/test_leaderboard.py::test_leaderboard[m16-n2112-k7168]"
+    ]
+    with pytest.raises(ValueError, match="--groups"):
+        ab.cases(("nope",))
+
+
+def _in_git() -> bool:
+    return (
+        subprocess.run(["git", "rev-parse", "HEAD"], cwd=ab.REPO, capture_output=True).returncode
+        == 0
+    )
+
+
+needs_git = pytest.mark.skipif(not _in_git(), reason="not a git checkout (a copied tree)")
+
+
+@needs_git
+def test_revisions_and_worktrees(tmp_path):
+    head = ab.resolve("HEAD")
+    assert len(head) == 40
+    with pytest.raises(ab.AbError, match="names no commit"):
+        ab.resolve("no-such-revision-xyz")
+    with pytest.raises(ab.AbError, match="must name a git revision"):
+        ab.resolve("--all")
+    with ab.worktree(head, tmp_path) as tree:
+        assert (tree / "kernels" / "__init__.py").is_file()
+    assert not tree.exists()  # removed, also from git's list
+    assert (
+        str(tree)
+        not in subprocess.run(
+            ["git", "worktree", "list"], cwd=ab.REPO, capture_output=True, text=True
+        ).stdout
+    )
+
+
+@needs_git
+def test_ab_command_refusals(capsys, monkeypatch):
+    assert main(["ab", "--base", "no-such-revision-xyz"]) == 2
+    assert "names no commit" in capsys.readouterr().err
+    assert main(["ab", "--base", "HEAD", "--groups", "nope"]) == 2
+    assert main(["ab", "--base", "HEAD", "--min-effect", "5"]) == 2
+    from perfgate import bench
+
+    monkeypatch.setattr(bench, "gpu_available", lambda: False)
+    monkeypatch.setenv("PERFGATE_REQUIRE_GPU", "1")
+    assert main(["ab", "--base", "HEAD"]) == 2
+    monkeypatch.delenv("PERFGATE_REQUIRE_GPU")
+    assert main(["ab", "--base", "HEAD"]) == 0
+    assert "no GPU" in capsys.readouterr().out
+
+
+def test_ab_report_has_compare_shape(tmp_path, monkeypatch):
+    from argparse import Namespace
+
+    from perfgate import adaptive, fingerprint, settings
+
+    gate = settings.load(overrides={"n_resamples": 500})
+    sides = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"a": 1.05}, 2)}
+    decisions, samples = ab.measure_ab(sides, ["a", "b"], gate.stats, rounds=20)
+    monkeypatch.setattr(
+        fingerprint,
+        "collect",
+        lambda: {"device_key": "nvidia-h200", "git_commit": "c" * 40, "git_dirty": True},
+    )
+    args = Namespace(
+        base="HEAD~1", head=None, results_dir=tmp_path, json_out=None, markdown_out=None
+    )
+    infos = {"base": {}, "head": {}}
+    code = ab.report(args, gate, decisions, samples, infos, "b" * 40, None)
+    report = json.loads((tmp_path / "ab.json").read_text())
+    assert code == report["summary"]["exit_code"] == 1
+    assert report["summary"]["settings"]["ab"] is True
+    assert {b["name"]: b["verdict"] for b in report["benchmarks"]} == {
+        "a": "regression",
+        "b": "unchanged",
+    }
+    assert all(b["looks"] >= 1 for b in report["benchmarks"])
+    assert "uncommitted" in report["summary"]["current"]
+    assert (tmp_path / "ab.md").read_text().startswith("### perfgate FAIL")
+    assert adaptive.schedule(20, gate.stats.looks)[0] == 20

@@ -1,0 +1,104 @@
+"""``perfgate experiment``'s analysis on synthetic trials (the GPU part is the worker's): A/B and
+stored-baseline verdicts, the true sizes, the rates with their intervals, and re-analysis."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from perfgate import experiments
+from perfgate.__main__ import main
+from perfgate.experiments import Trial
+from perfgate.stats import Settings
+
+FAST = Settings(n_resamples=300)
+TOTALS = [40, 80, 160]
+
+
+def _draw(rng, factor, noise):
+    return list(factor * (1 + noise * rng.standard_normal(TOTALS[0])))
+
+
+def synthetic(sessions=3, trials=4, cases=("x", "y"), levels=(0.03, 0.10), noise=0.004, seed=0):
+    """Trials as a session would record them: B's injected streams are slower by the level;
+    every session has its own small offset (the drift between processes)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for s in range(sessions):
+        offset = 1 + 0.002 * rng.standard_normal()
+        for case in cases:
+            for t in range(trials):
+                trial = Trial(s, case, t, a_plain=_draw(rng, offset, noise))
+                trial.b = {"plain": _draw(rng, offset, noise)}
+                trial.b.update({f"{lv:g}": _draw(rng, offset * (1 + lv), noise) for lv in levels})
+                out.append(trial)
+    return out
+
+
+def test_rates_true_sizes_and_verdicts():
+    trials = synthetic()
+    summary = experiments.summarise(trials, FAST, TOTALS, (0.03, 0.10), {"x": 1})
+    rows = {(r["mode"], r["variant"]): r for r in summary["rows"]}
+    n = 3 * 4 * 2
+    for mode in ("ab", "stored"):
+        assert rows[(mode, "0.1")]["flagged"] == rows[(mode, "0.1")]["n"] == n
+        assert rows[(mode, "plain")]["flagged"] == 0  # no false alarm
+        lo, hi = rows[(mode, "0.1")]["rate_ci95"]
+        assert hi == 1.0 and 0.85 < lo < 1.0  # Clopper-Pearson for 24/24
+    assert rows[("ab", "0.03")]["flagged"] == n  # 3% against a 1.5% A/B threshold
+    size = rows[("ab", "0.1")]["true_size"]
+    assert 0.09 < size["min"] <= size["median"] <= size["max"] < 0.11
+    text = experiments.render({**summary, "meta": {"device": "d", "sessions": 3, "trials": 4,
+                                                   "benchmarks": 2, "totals": TOTALS,
+                                                   "command": "c"}})  # fmt: skip
+    assert "| ab | 10% |" in text and "| stored | none (false alarms) |" in text
+
+
+def test_stored_baseline_pools_the_other_sessions_first_trials():
+    trials = synthetic()
+    base, drift = experiments.stored_baseline(trials, 0, "x", TOTALS[0])
+    assert len(base) == 2 * TOTALS[0]  # sessions 1 and 2, trial 0 each
+    own = [t.a_plain for t in trials if t.session == 0 and t.case == "x"]
+    assert not any(base[: TOTALS[0]] == a for a in own)
+    assert drift is not None and drift >= 0
+    assert experiments.stored_baseline(trials[:8], 0, "x", TOTALS[0]) == (None, None)
+
+
+def test_a_verdict_needing_unmeasured_rounds_stays_undecided():
+    # only the first look was recorded: a grey-zone comparison cannot take a second look
+    rng = np.random.default_rng(1)
+    base = list(1 + 0.01 * rng.standard_normal(40))
+    cur = list(1.015 * (1 + 0.01 * rng.standard_normal(40)))
+    result, look = experiments.judge_looks(base, cur, FAST, TOTALS, ab=True, grows=True)
+    assert look == 1 and result.verdict == "inconclusive"
+
+
+def test_samples_round_trip_and_reanalysis(tmp_path, capsys):
+    trials = synthetic(trials=1)
+    experiments.save_samples(tmp_path / "s.npz", trials)
+    back = experiments.load_samples(tmp_path / "s.npz")
+    key = lambda t: (t.session, t.case, t.index)  # noqa: E731
+    assert sorted(map(key, back)) == sorted(map(key, trials))
+    one = {key(t): t for t in back}[(1, "y", 0)]
+    orig = {key(t): t for t in trials}[(1, "y", 0)]
+    assert one.a_plain == orig.a_plain and one.b == orig.b
+    out = tmp_path / "out"
+    args = ["experiment", "--reanalyse", str(tmp_path / "s.npz"), "--out", str(out),
+            "--inject", "0.03,0.1", "--rounds-device", "40", "--n-resamples", "300"]  # fmt: skip
+    assert main(args) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["meta"]["sessions"] == 3
+    assert "power and false alarms" in (out / "summary.md").read_text()
+
+
+@pytest.mark.parametrize("text", ["", "0", "1", "0.05,0.05", "x", "-0.1"])
+def test_bad_levels_are_refused(text):
+    with pytest.raises(ValueError, match="--inject"):
+        experiments.parse_levels(text)
+
+
+def test_experiment_refuses_bad_runs(capsys):
+    assert main(["experiment", "--runs", "1"]) == 2
+    assert "--runs must be >= 2" in capsys.readouterr().err
