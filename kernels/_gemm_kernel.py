@@ -17,10 +17,22 @@ One program computes a BLOCK_M x BLOCK_N tile of C over its split's K range:
 unconditional. Rows past M or N are clamped to a valid row rather than masked, so no load needs
 a row mask; only the store is masked.
 
-With SPLIT_K == 1 the program rounds to bf16 (RNE, in integer ops) and stores C; otherwise it
-stores its fp32 partial at ``c_ptr[pid_k]`` and :mod:`kernels.splitk` reduces the partials. A row
-of A that holds a NaN makes its output row NaN, from the quantizer's block maxima (the only
-source of that NaN: see the end of the kernel).
+With SPLIT_K == 1 the program rounds to bf16 (RNE) and stores C; otherwise it stores its fp32
+partial at ``c_ptr[pid_k]`` and :mod:`kernels.splitk` reduces the partials.
+
+**NaN rows.** A block of A holding a NaN gets the E8M0 NaN scale 0xFF from its block maximum
+(:mod:`kernels._quant`), and ``tl.dot_scaled`` makes the whole block NaN, so every output of
+the row is NaN through the product itself: the kernel has no separate row flag or select.
+Where that holds, checked (issue 13, item 2; docs/kernel-performance.md):
+
+- the CPU interpreter: ``tests/test_gemm.py::test_nan_in_a_makes_its_row_nan``;
+- sm90: Triton emulates ``dot_scaled`` (``fast_math=False``, the default) and maps a 0xFF scale
+  to NaN before the bf16 MMA; the same test on the H200;
+- gfx950: the 0xFF byte reaches ``v_mfma_scale_*``'s scale operand unchanged, and an E8M0 0xFF
+  is NaN in the OCP MX format that instruction implements; the same test in the MI355X GPU job.
+
+Before, the kernel also forced NaN rows explicitly; with the 0xFF scale that forcing was
+redundant on all three, and removing it left every test green, so it cost VALU work for nothing.
 """
 
 from __future__ import annotations
@@ -131,9 +143,6 @@ def gemm_a16wfp4_kernel(
     k_end = tl.minimum(k_begin + K_PER_SPLIT, K)
 
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    # the largest block |bits| maximum seen, per row and block column (reduced over the columns
-    # once, after the loop): above 0x7F80 (+inf) the row held a NaN
-    row_amax = tl.zeros((BLOCK_M, BLOCK_K // 32), dtype=tl.int32)
     for k0 in range(k_begin, k_end, BLOCK_K):
         offs_k = k0 + tl.arange(0, BLOCK_K)
         a_ptrs = a_ptr + rows_a[:, None] * stride_am + offs_k[None, :] * stride_ak
@@ -141,8 +150,8 @@ def gemm_a16wfp4_kernel(
             a = tl.load(a_ptrs)
         else:
             a = tl.load(a_ptrs, mask=(offs_k < k_end)[None, :], other=0.0)
-        a_q, a_s, a_amax = quantize_tile(a, BLOCK_M, BLOCK_K, QUANT_PATH)
-        row_amax = tl.maximum(row_amax, a_amax)
+        # a block holding a NaN gets the E8M0 NaN scale 0xFF: the product makes its row NaN
+        a_q, a_s = quantize_tile(a, BLOCK_M, BLOCK_K, QUANT_PATH)
         b = _load_b_tile(b_ptr, offs_g, k0, k_end, stride_bn, BLOCK_N, BLOCK_K, EVEN_K)
         b_s = _load_b_scales(
             bs_ptr, offs_s, offs_r, k0, k_end, stride_bsn, BLOCK_N, BLOCK_K,
@@ -150,10 +159,6 @@ def gemm_a16wfp4_kernel(
         )  # fmt: skip
         acc = tl.dot_scaled(a_q, a_s, "e2m1", tl.trans(b), b_s, "e2m1", acc)
 
-    # A NaN in a row of A makes the row NaN. The quantizer gives a NaN block a finite scale
-    # (kernels._quant), so this is the only place the NaN enters: no device's E8M0-NaN
-    # handling is relied on, and removing it fails the NaN tests on every device.
-    acc = tl.where(tl.max(row_amax, axis=1)[:, None] > 0x7F80, float("nan"), acc)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (offs_m < M)[:, None] & (offs_n < N)[None, :]
     c_ptrs = c_ptr + pid_k * stride_cs + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn

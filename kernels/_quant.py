@@ -20,17 +20,18 @@ The e2m1 rounding has three implementations behind ``QUANT_PATH`` (a
 - ``PORTABLE``: the rounding as threshold comparisons on ``|q|`` in plain ``tl`` (NVIDIA, and
   the interpreter's default).
 
-**NaN blocks.** The rule the oracle defines (:mod:`kernels.mxfp4`) gives a NaN block the E8M0
-byte 0xFF and computes its element codes against its finite values, with NaN elements as code 0
-plus sign. Getting those codes needs a second, NaN-free maximum and a per-element fix, which the
-GEMM does not need: a NaN block's row is forced to NaN by the GEMM (``nan_rows``), so its codes
-never reach the output. So:
+**NaN blocks.** A block whose maximum is a NaN gets the E8M0 NaN byte 0xFF (one select per
+block, from the flag above); ``tl.dot_scaled`` turns a 0xFF scale into NaN for the whole block,
+so the NaN reaches every output of its row through the product itself (kernels/_gemm_kernel.py
+says where that was checked). The oracle (:mod:`kernels.mxfp4`) also defines a NaN block's
+element codes: against its finite values, NaN elements as code 0 plus sign. Those need a second,
+NaN-free maximum and a per-element fix that the GEMM does not need (a 0xFF scale makes every
+code of the block irrelevant), so:
 
-- ``NAN_BLOCK_CODES=False`` (the GEMM): a NaN block's scale byte comes from the maximum that
-  includes the NaN (253 or 254: finite, so the matrix unit sees an ordinary scale and the row's
-  NaN comes from the flag alone); its codes are whatever the rounding gives against that scale;
+- ``NAN_BLOCK_CODES=False`` (the GEMM): a NaN block's codes are whatever the rounding gives
+  against the scale of the maximum that includes the NaN;
 - ``NAN_BLOCK_CODES=True`` (:func:`quantize_kernel`, the standalone quantizer): the oracle's
-  bytes exactly, 0xFF scale included.
+  bytes exactly.
 
 Every block without a NaN is identical in both modes and on every path.
 """
@@ -65,7 +66,7 @@ def scale_byte(amax):
     the bf16 pattern (bf16 is fp32's top half, and the carry out of the mantissa is kept). The
     exponent field ``f`` gives ``e = f - 129`` clamped to [-127, 127], so the byte is
     ``max(f - 2, 0)``: ``f <= 0x100`` (0x7FFF + 0x20 >> 7), so the upper clamp never binds. A NaN
-    maximum gives 253 or 254, a finite scale.
+    maximum gives 253 or 254 here; :func:`quantize_tile` replaces it with 0xFF.
     """
     return tl.maximum(((amax + 0x20) >> 7) - 2, 0)
 
@@ -123,15 +124,23 @@ def _packed_gfx950(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, EMULAT
     if EMULATE:
         return _cvt_emulated(word, scale)
     else:
+        # pack=2: Triton hands the asm each bf16 pair in one 32-bit register, element 2j in the
+        # low half -- ``word`` of _cvt_operands, as loaded, without building it -- plus the
+        # pair's two scale operands ($2, $3: equal, the pair shares its block). The 16-bit
+        # results are the halves of $0: byte 0 of the low one is the stored byte.
+        scale_el = tl.reshape(
+            tl.broadcast_to(scale[:, :, None], (BLOCK_M, BLOCK_K // 2, 2)), (BLOCK_M, BLOCK_K)
+        )
         out = tl.inline_asm_elementwise(
             "v_cvt_scalef32_pk_fp4_bf16 $0, $1, $2",
-            "=v,v,v",
-            [word, scale],
-            dtype=tl.uint32,
+            "=v,v,v,v",
+            [x, scale_el],
+            dtype=tl.uint16,
             is_pure=True,
-            pack=1,
+            pack=2,
         )
-        return out.to(tl.uint8)  # byte 0: both nibbles with their signs, the stored byte
+        lo, _ = tl.split(tl.reshape(out, (BLOCK_M, BLOCK_K // 2, 2)))
+        return lo.to(tl.uint8)  # both nibbles with their signs: the stored byte
 
 
 @triton.jit
@@ -155,12 +164,11 @@ def quantize_tile(
     NAN_BLOCK_CODES: tl.constexpr = False,
 ):
     """bf16 tile (BLOCK_M, BLOCK_K) -> (packed uint8 (BLOCK_M, BLOCK_K/2), scales uint8
-    (BLOCK_M, BLOCK_K/32), amax int32 (BLOCK_M, BLOCK_K/32)).
+    (BLOCK_M, BLOCK_K/32)).
 
-    ``amax > 0x7F80`` flags a block holding a NaN. With ``NAN_BLOCK_CODES`` the result is the
-    oracle's bit for bit (0xFF scale, codes against the finite values); without it a NaN
-    block's scale and codes are finite stand-ins and the caller must poison its row (see the
-    module docstring). Blocks without NaN are identical either way.
+    The scales are the oracle's in both modes (0xFF for a block holding a NaN). With
+    ``NAN_BLOCK_CODES`` the codes are too; without it a NaN block's codes are stand-ins (see
+    the module docstring). Blocks without NaN are identical either way.
     """
     amax = block_abs_max(x, BLOCK_M, BLOCK_K)
     if NAN_BLOCK_CODES:
@@ -178,7 +186,6 @@ def quantize_tile(
         packed = _packed_gfx950(x, byte, BLOCK_M, BLOCK_K, True)
     else:
         packed = _packed_portable(x, byte, BLOCK_M, BLOCK_K)
-    scales = byte
     if NAN_BLOCK_CODES:
         # NaN elements: magnitude 0, sign kept (the instruction's NaN output is unspecified)
         nan = tl.reshape(bits > _BF16_INF, (BLOCK_M, BLOCK_K // 2, 2))
@@ -189,8 +196,9 @@ def quantize_tile(
         lo = tl.where(nan_lo, sign_lo.to(tl.int32), p & 0xF)
         hi = tl.where(nan_hi, sign_hi.to(tl.int32), p >> 4)
         packed = (lo | (hi << 4)).to(tl.uint8)
-        scales = tl.where(amax > _BF16_INF, 255, byte)
-    return packed, scales.to(tl.uint8), amax
+    # the block's NaN flag, from its maximum: one select per block, none per element
+    scales = tl.where(amax > _BF16_INF, 255, byte)
+    return packed, scales.to(tl.uint8)
 
 
 @triton.jit
@@ -210,8 +218,8 @@ def quantize_kernel(
 ):
     """Standalone quantize: the ``quantize_tile`` the GEMM runs, exposed for testing.
 
-    ``NAN_BLOCK_CODES=False`` is the GEMM's mode: NaN blocks then get a finite scale byte and
-    stand-in codes (its tests compare only NaN-free blocks with the oracle)."""
+    ``NAN_BLOCK_CODES=False`` is the GEMM's mode: a NaN block's codes are then stand-ins (its
+    tests compare the codes of NaN-free blocks only, and every scale)."""
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -222,7 +230,7 @@ def quantize_kernel(
         mask=mask_m[:, None] & (offs_k < K)[None, :],
         other=0.0,
     )
-    packed, scales, _ = quantize_tile(x, BLOCK_M, BLOCK_K, QUANT_PATH, NAN_BLOCK_CODES)
+    packed, scales = quantize_tile(x, BLOCK_M, BLOCK_K, QUANT_PATH, NAN_BLOCK_CODES)
     offs_q = pid_k * (BLOCK_K // 2) + tl.arange(0, BLOCK_K // 2)
     tl.store(
         q_ptr + offs_m[:, None] * stride_qm + offs_q[None, :],

@@ -58,6 +58,9 @@ class Target:
     last_level_cache_bytes: int  # MI355X's Infinity Cache (torch does not report it), else L2
     shared_bytes_per_cu: int  # LDS per CU / shared memory per SM
     occupancy: Occupancy
+    # smallest GEMM M tile the target's matrix instructions take through tl.dot_scaled (gfx950
+    # pads 4- and 8-row tiles inside its 16-row scaled MFMA; NVIDIA's MMA needs 16)
+    min_block_m: int
     baseline_key: str  # perf_baselines/<key>/: the reference card's device key
     # Why `perfgate isa` cannot compile this target on a CPU; empty when it can.
     not_statically_compilable: str = ""
@@ -114,6 +117,7 @@ TARGETS: dict[str, Target] = {
                 shared_reserved_per_workgroup=0,
                 register_unit_per_thread=0,
             ),
+            min_block_m=4,
             baseline_key="gfx950-mi355x",
             native_reducer_gated=True,
         ),
@@ -137,6 +141,7 @@ TARGETS: dict[str, Target] = {
                 shared_reserved_per_workgroup=1024,
                 register_unit_per_thread=8,
             ),
+            min_block_m=16,
             baseline_key="nvidia-h200",
         ),
     )

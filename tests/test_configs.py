@@ -9,9 +9,12 @@ import pytest
 from kernels import _configs_amd, _configs_nvidia
 from kernels.configs import (
     config_source,
+    min_block_m,
     model_config,
+    model_cost,
     select_config,
     shared_bytes_estimate,
+    workgroups,
 )
 from kernels.device import H200, MI355X
 from kernels.gemm_config import GemmConfig, effective_splits, k_per_split
@@ -86,3 +89,52 @@ def test_model_shape_selection_is_cached():
     other = dataclasses.replace(H200, name="NVIDIA H200 (test)")
     assert config_source(3, 96, 640, other) == "model"
     assert select_config(3, 96, 640, other) is select_config(3, 96, 640, other)
+
+
+def test_model_splits_k_only_where_it_raises_the_fill():
+    # Split-K costs partials and a launch: the model takes it only when the unsplit tile leaves
+    # CUs idle and the split puts more of them to work.
+    for n, k in GRID_NK:
+        for m in (1, 4, 16, 64, 256):
+            cfg = model_config(m, n, k, 256, min_block_m=4)
+            if cfg.split_k == 1:
+                continue
+            unsplit = workgroups(m, n, k, dataclasses.replace(cfg, split_k=1))
+            assert unsplit < 256, (m, n, k, cfg)
+            assert min(workgroups(m, n, k, cfg), 256) > unsplit, (m, n, k, cfg)
+
+
+def test_model_charges_a_once_not_per_n_tile():
+    # A is read from HBM once (then from L2): halving block_n doubles the N tiles but changes
+    # only the per-program terms, never multiplies A's M*K*2 bytes by the tile count.
+    m, n, k = 4, 4096, 512
+    wide, narrow = GemmConfig(4, 128, 512), GemmConfig(4, 64, 512)
+    assert workgroups(m, n, k, narrow) == 2 * workgroups(m, n, k, wide) <= 256
+    # one wave each: the cost is per-program bytes x CUs + A once
+    assert model_cost(m, n, k, wide, 256) - model_cost(m, n, k, narrow, 256) == 256 * 64 * 272
+
+
+def test_min_block_m_comes_from_the_target_registry():
+    assert min_block_m(MI355X) == 4
+    assert min_block_m(H200) == 16
+    other = dataclasses.replace(H200, arch="sm_unknown", name="NVIDIA (test)")
+    assert min_block_m(other) == 16
+    assert select_config(2, 7168, 1536, H200).block_m >= 16
+    assert select_config(2, 7168, 1536, MI355X).block_m == 4
+
+
+# Workgroups of the reference submission on the six ranked shapes (docs: gfx950 reference
+# figures). The gfx950 table must fill at least as many of the 256 CUs on every shape.
+REFERENCE_WORKGROUPS = {
+    (4, 2880, 512): 23,
+    (16, 2112, 7168): 238,
+    (32, 4096, 512): 256,
+    (32, 2880, 512): 92,
+    (64, 7168, 2048): 224,
+    (256, 3072, 1536): 192,
+}
+
+
+def test_gfx950_table_fills_at_least_the_reference_s_grid():
+    for shape, reference in REFERENCE_WORKGROUPS.items():
+        assert workgroups(*shape, select_config(*shape, MI355X)) >= reference, shape

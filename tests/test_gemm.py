@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from kernels.gemm import custom_kernel, gemm_a16wfp4
 from kernels.gemm_config import GemmConfig
-from kernels.layout import SCALE_PAD, padded_scale_shape, shuffle_scales
+from kernels.layout import SCALE_PAD, padded_scale_shape, shuffle_scales, shuffle_weight
 from kernels.mxfp4 import dequantize_mxfp4, quantize_mxfp4
 from kernels.reference import (
     check_leaderboard,
@@ -128,6 +128,68 @@ def test_nan_in_a_makes_its_row_nan(device, split):
     assert bool(torch.isnan(out[2]).all())
     assert not bool(torch.isnan(out[[0, 1, 3]]).any())
     assert check_leaderboard(out, reference_gemm(a.cpu(), b_shuffle.cpu(), b_scale_sh.cpu()))
+
+
+# The kernel's fast paths (issue 14): BLOCK_K dividing K (EVEN_K: unmasked loads), B scales read
+# as contiguous runs (BLOCK_K a multiple of 256 as well), and M tiles of 4 and 8 rows. On fp4-grid
+# inputs every sum is exact, so each path must equal the reference bit for bit.
+@pytest.mark.parametrize(
+    ("cfg", "m", "k"),
+    [
+        (GemmConfig(4, 32, 256), 7, 512),  # runs; two M tiles, the second partial (rows 4..6)
+        (GemmConfig(8, 64, 512, split_k=2), 9, 1024),  # runs, split-K through the reducer
+        (GemmConfig(4, 32, 128, split_k=3), 5, 384),  # EVEN_K without runs (gathered scales)
+        (GemmConfig(16, 32, 256), 3, 768),  # runs over three 256-column chunks
+    ],
+    ids=["bm4-runs", "bm8-runs-split", "bm4-even-gather", "bm16-runs-3steps"],
+)
+def test_fast_paths_match_exactly(device, cfg, m, k):
+    a, b, _, _, _ = lossless_input(m, 96, k, 7, "cpu")
+    # Every (row, block) of B scaled by its own 2**0..2**2: the E8M0 scales differ from block to
+    # block and row to row, so a B scale read from the wrong place shows, and the sums (multiples
+    # of 1/4 below 2**18) stay exact in fp32.
+    gen = torch.Generator().manual_seed(k + m)
+    factor = torch.exp2(torch.randint(0, 3, (96, k // 32), generator=gen).float())
+    b = (b.float() * factor.repeat_interleave(32, dim=1)).to(torch.bfloat16)
+    b_q, b_scale = quantize_mxfp4(b)
+    a, b_shuffle, b_scale_sh = (
+        t.to(device) for t in (a, shuffle_weight(b_q), shuffle_scales(b_scale))
+    )
+    assert len(set(b_scale.flatten().tolist())) == 3
+    out = gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg)
+    torch.testing.assert_close(
+        out.cpu(), reference_gemm(a.cpu(), b_shuffle.cpu(), b_scale_sh.cpu()), rtol=0, atol=0
+    )
+
+
+@pytest.mark.parametrize("pad", [0x00, SCALE_PAD])
+def test_scale_runs_never_read_padding_rows(device, pad):
+    # N=96 pads the scales to 256 rows; the runs path reads whole 32-row groups, clamped to
+    # the last valid one for the partial N tile (block_n=64: rows 96..127 are not real).
+    a, b, _, b_shuffle, _ = generate_input(5, 96, 512, 13, device=device)
+    _, scales = quantize_mxfp4(b.cpu())
+    cfg = GemmConfig(4, 64, 256)
+    poisoned = shuffle_scales(scales, pad_value=pad).to(device)
+    clean = shuffle_scales(scales, pad_value=0).to(device)
+    out = gemm_a16wfp4(a, b_shuffle, poisoned, config=cfg)
+    torch.testing.assert_close(out, gemm_a16wfp4(a, b_shuffle, clean, config=cfg), rtol=0, atol=0)
+    assert not bool(torch.isnan(out).any())
+
+
+# A NaN anywhere in a row of A (first, middle or last K block; either sign; with split-K the NaN
+# sits in one split only) makes exactly that row NaN, through the E8M0 NaN scale of its block
+# (issue 13 item 2: there is no separate row forcing), and no other row.
+@pytest.mark.parametrize(
+    "cfg", [GemmConfig(4, 32, 256), GemmConfig(8, 32, 128, split_k=2)], ids=["even-k", "split"]
+)
+def test_nan_anywhere_in_a_row_poisons_that_row_only(device, cfg):
+    a, _, _, b_shuffle, b_scale_sh = generate_input(6, 32, 512, 21, device=device)
+    a[0, 0] = float("nan")  # first element of the first block
+    a[2, 300] = -float("nan")  # a middle block, negative NaN
+    a[4, 511] = float("nan")  # last element of the last block (the last split)
+    out = gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg)
+    assert torch.isnan(out).all(dim=1).tolist() == [True, False, True, False, True, False]
+    assert not bool(torch.isnan(out[[1, 3, 5]]).any())
 
 
 def test_m_zero_returns_empty(device):

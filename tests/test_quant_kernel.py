@@ -34,13 +34,11 @@ def _assert_same_as_oracle(x: torch.Tensor, impl: QuantPath | None = None) -> No
     want_p, want_s = quantize_mxfp4(x.cpu())
     assert torch.equal(scales.cpu(), want_s)
     assert torch.equal(packed.cpu(), want_p)
-    # The GEMM's mode (no NaN-block fix-up) must agree on every block without a NaN, and its
-    # block maximum must flag exactly the oracle's NaN blocks (scale 0xFF).
+    # The GEMM's mode (no NaN-block code fix-up) must give every scale, the 0xFF of a NaN
+    # block included, and the codes of every block without a NaN.
     gemm_p, gemm_s = quantize_mxfp4_triton(x, impl=impl, nan_block_codes=False)
-    nan_block = want_s == 0xFF
-    assert torch.equal(gemm_s.cpu()[~nan_block], want_s[~nan_block])
-    assert bool((gemm_s.cpu()[nan_block] != 0xFF).all())  # a finite stand-in scale (253, 254)
-    nan_bytes = nan_block.repeat_interleave(16, dim=-1)
+    assert torch.equal(gemm_s.cpu(), want_s)
+    nan_bytes = (want_s == 0xFF).repeat_interleave(16, dim=-1)
     assert torch.equal(gemm_p.cpu()[~nan_bytes], want_p[~nan_bytes])
 
 
