@@ -97,6 +97,12 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         help=f"pytest -m selection (default: {DEFAULT_MARKERS!r}: leaderboard and reducer groups)",
     )
     parser.add_argument(
+        "--tag",
+        metavar="NAME",
+        help="a selection with its own baseline and results, <mode>-NAME.json (e.g. -m slow "
+        "--tag grid: the production grid)",
+    )
+    parser.add_argument(
         "--results-dir",
         type=Path,
         default=DEFAULT_RESULTS,
@@ -175,22 +181,32 @@ def pytest_command(
     return cmd + list(extra)
 
 
-def baseline_path(baselines_dir: Path, device_key: str, mode: str) -> Path:
-    """``<baselines_dir>/<device_key>/<mode>.json``."""
+def baseline_path(baselines_dir: Path, device_key: str, mode: str, tag: str | None = None) -> Path:
+    """``<baselines_dir>/<device_key>/<mode>.json``, or ``<mode>-<tag>.json`` for a tagged
+    selection (``--tag grid``: the production grid has its own baseline, so that the default
+    selection's baseline never lists benchmarks a default run leaves out)."""
     if mode not in MODE_NAMES:
         raise ValueError(f"mode must be one of {', '.join(MODE_NAMES)}, got {mode!r}")
     if not device_key or device_key in (".", "..") or any(c in device_key for c in "/\\"):
         raise ValueError(f"device_key must be a plain directory name, got {device_key!r}")
-    return Path(baselines_dir) / device_key / f"{mode}.json"
+    return Path(baselines_dir) / device_key / f"{_stem(mode, tag)}.json"
 
 
-def result_paths(results_dir: Path, mode: str) -> dict[str, Path]:
+def _stem(mode: str, tag: str | None) -> str:
+    if tag is None:
+        return mode
+    if not tag.replace("-", "").replace("_", "").isalnum():
+        raise ValueError(f"--tag must be letters, digits, - or _, got {tag!r}")
+    return f"{mode}-{tag}"
+
+
+def result_paths(results_dir: Path, mode: str, tag: str | None = None) -> dict[str, Path]:
     """Where one mode's results, markdown report and comparison JSON go."""
-    results_dir = Path(results_dir)
+    results_dir, stem = Path(results_dir), _stem(mode, tag)
     return {
-        "json": results_dir / f"{mode}.json",
-        "markdown": results_dir / f"{mode}.md",
-        "compare": results_dir / f"{mode}.compare.json",
+        "json": results_dir / f"{stem}.json",
+        "markdown": results_dir / f"{stem}.md",
+        "compare": results_dir / f"{stem}.compare.json",
     }
 
 
@@ -221,8 +237,9 @@ def _gate_settings(command: str, args: argparse.Namespace):
     from perfgate import settings
 
     try:
+        _stem(MODE_NAMES[0], getattr(args, "tag", None))
         return settings.from_args(args)
-    except settings.SettingsError as exc:
+    except (settings.SettingsError, ValueError) as exc:
         print(f"perfgate {command}: error: {exc}", file=sys.stderr)
         return None
 
@@ -239,7 +256,7 @@ def _rounds_override(mode: str, args: argparse.Namespace) -> list[str]:
 # -- running ----------------------------------------------------------------------------------
 def run_mode(mode: str, args: argparse.Namespace) -> tuple[int, Path]:
     """Run one mode's benchmarks; (exit code as compare's 0/1/2 or 0 on success, results path)."""
-    paths = result_paths(args.results_dir, mode)
+    paths = result_paths(args.results_dir, mode, args.tag)
     json_path = paths["json"].resolve()
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.unlink(missing_ok=True)  # never compare a stale file from an earlier run
@@ -297,8 +314,8 @@ def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
     except bl.BaselineError as exc:
         print(f"perfgate bench: error: {exc}", file=sys.stderr)
         return 2
-    paths = result_paths(args.results_dir, mode)
-    base = baseline_path(args.baselines_dir, bl.device_key(data), mode)
+    paths = result_paths(args.results_dir, mode, args.tag)
+    base = baseline_path(args.baselines_dir, bl.device_key(data), mode, args.tag)
     if not base.is_file():
         return _missing_baseline(mode, base, bl.device_key(data), paths, args)
     try:
@@ -380,7 +397,9 @@ def _rerun(mode: str, args: argparse.Namespace, names: list[str], rounds: int) -
     """``rounds`` more rounds of the benchmarks ``names`` (pytest node ids), as a loaded file."""
     from perfgate import baseline as bl
 
-    json_path = result_paths(args.results_dir, mode)["json"].resolve().with_suffix(".more.json")
+    json_path = (
+        result_paths(args.results_dir, mode, args.tag)["json"].resolve().with_suffix(".more.json")
+    )
     json_path.unlink(missing_ok=True)
     extra = [f"--perfgate-rounds={rounds}", *passthrough(args.pytest_args)]
     cmd = pytest_command(mode, json_path, keyword=None, markers="bench", extra=extra, targets=names)
@@ -438,12 +457,12 @@ def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
     except bl.BaselineError as exc:
         print(f"{prog}: error: {exc}; baseline unchanged", file=sys.stderr)
         return 2
-    base = baseline_path(args.baselines_dir, bl.device_key(data), mode)
+    base = baseline_path(args.baselines_dir, bl.device_key(data), mode, args.tag)
     problem = _refusal(base, data, args)
     if problem:
         print(f"{prog}: error: {problem}; baseline unchanged", file=sys.stderr)
         return 2
-    pooled = result_paths(args.results_dir, mode)["json"].with_suffix(".pooled.json")
+    pooled = result_paths(args.results_dir, mode, args.tag)["json"].with_suffix(".pooled.json")
     bl.write_atomic(pooled, data)
     if base.exists():
         print(f"{prog}: {mode}: new baseline against the one it replaces:")

@@ -288,3 +288,14 @@ def test_bench_gives_an_inconclusive_benchmark_more_rounds(fake_gpu):
     assert rows[NAMES[0]]["n_current"] == 20 * 2 ** (rows[NAMES[0]]["looks"] - 1)
     assert rows[NAMES[0]]["looks"] == len(reruns) + 1
     assert code == (1 if rows[NAMES[0]]["verdict"] in ("regression", "inconclusive") else 0)
+
+
+def test_a_tagged_selection_has_its_own_baseline(fake_gpu, capsys):
+    # the grid's baseline must not make the default selection report it missing
+    assert main(["update-baselines", "--runs", "1", "--tag", "grid", *fake_gpu["dirs"]]) == 0
+    assert (fake_gpu["tmp"] / "pb" / "nvidia-h200" / "device-grid.json").is_file()
+    assert not (fake_gpu["tmp"] / "pb" / "nvidia-h200" / "device.json").exists()
+    assert main(["bench", "--tag", "grid", *fake_gpu["dirs"]]) == 0
+    assert (fake_gpu["tmp"] / "results" / "device-grid.compare.json").is_file()
+    assert main(["bench", "--tag", "../x", *fake_gpu["dirs"]]) == 2
+    assert "--tag must be" in capsys.readouterr().err
