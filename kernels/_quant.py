@@ -75,14 +75,17 @@ def scale_byte(amax):
 def _cvt_operands(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
     """The two operands of ``v_cvt_scalef32_pk_fp4_bf16`` per element pair: the bf16 pair in one
     32-bit word (element 2j low), and the scale as fp32 bits ``byte << 23`` (= 2**(byte - 127),
-    what the instruction divides by), one per pair of the block."""
-    pairs = tl.reshape(x.to(tl.uint16, bitcast=True), (BLOCK_M, BLOCK_K // 2, 2))
-    lo, hi = tl.split(pairs)
-    word = lo.to(tl.uint32) | (hi.to(tl.uint32) << 16)
+    what the instruction divides by), one per pair of the block.
+
+    Both are built per element and split into pairs the same way, so they share x's layout
+    (a scale broadcast straight to pairs would take another layout and a conversion)."""
     scale = tl.reshape(
-        tl.broadcast_to((byte << 23)[:, :, None], (BLOCK_M, BLOCK_K // 32, 16)),
-        (BLOCK_M, BLOCK_K // 2),
+        tl.broadcast_to((byte << 23)[:, :, None], (BLOCK_M, BLOCK_K // 32, 32)),
+        (BLOCK_M, BLOCK_K),
     )
+    lo, hi = tl.split(tl.reshape(x.to(tl.uint16, bitcast=True), (BLOCK_M, BLOCK_K // 2, 2)))
+    word = lo.to(tl.uint32) | (hi.to(tl.uint32) << 16)
+    scale, _ = tl.split(tl.reshape(scale, (BLOCK_M, BLOCK_K // 2, 2)))
     return word, scale
 
 
@@ -124,23 +127,15 @@ def _packed_gfx950(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, EMULAT
     if EMULATE:
         return _cvt_emulated(word, scale)
     else:
-        # pack=2: Triton hands the asm each bf16 pair in one 32-bit register, element 2j in the
-        # low half -- ``word`` of _cvt_operands, as loaded, without building it -- plus the
-        # pair's two scale operands ($2, $3: equal, the pair shares its block). The 16-bit
-        # results are the halves of $0: byte 0 of the low one is the stored byte.
-        scale_el = tl.reshape(
-            tl.broadcast_to(scale[:, :, None], (BLOCK_M, BLOCK_K // 2, 2)), (BLOCK_M, BLOCK_K)
-        )
         out = tl.inline_asm_elementwise(
             "v_cvt_scalef32_pk_fp4_bf16 $0, $1, $2",
-            "=v,v,v,v",
-            [x, scale_el],
-            dtype=tl.uint16,
+            "=v,v,v",
+            [word, scale],
+            dtype=tl.uint32,
             is_pure=True,
-            pack=2,
+            pack=1,
         )
-        lo, _ = tl.split(tl.reshape(out, (BLOCK_M, BLOCK_K // 2, 2)))
-        return lo.to(tl.uint8)  # both nibbles with their signs: the stored byte
+        return out.to(tl.uint8)  # byte 0: both nibbles with their signs, the stored byte
 
 
 @triton.jit
