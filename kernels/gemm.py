@@ -301,11 +301,8 @@ def _direct_tail(values: dict[str, Any]) -> tuple | None:
     a parameter the launcher does not know, so the JIT path binds it."""
     import inspect
 
-    from kernels._gemm_kernel import gemm_a16wfp4_kernel
-
-    params = list(inspect.signature(gemm_a16wfp4_kernel.fn).parameters.values())
     tail = []
-    for p in params[4:]:
+    for p in _kernel_params()[4:]:
         if p.name in values:
             tail.append(values[p.name])
         elif p.default is not inspect.Parameter.empty:
@@ -313,6 +310,15 @@ def _direct_tail(values: dict[str, Any]) -> tuple | None:
         else:
             return None
     return tuple(tail)
+
+
+@functools.cache
+def _kernel_params() -> tuple:
+    import inspect
+
+    from kernels._gemm_kernel import gemm_a16wfp4_kernel
+
+    return tuple(inspect.signature(gemm_a16wfp4_kernel.fn).parameters.values())
 
 
 def gemm_a16wfp4(

@@ -17,6 +17,7 @@ _COMMAND_MODULES = (
     "perfgate.bench",
     "perfgate.ab",
     "perfgate.experiments",
+    "perfgate.host",
     "perfgate.isa",
     "perfgate.container",
 )

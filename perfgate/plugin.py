@@ -7,7 +7,11 @@ Every benchmark it runs is a pytest-benchmark benchmark timed with
 - ``device``: kernel time. The GEMM (``gemm_a16wfp4``) or the reducer runs once per input copy
   inside one CUDA/HIP graph; a sample is the replay's device time / number of copies.
 - ``leaderboard``: events around one ``custom_kernel(data)`` call (the reducer: one direct call),
-  rotating through input sets of different seeds, each output checked after its round.
+  rotating through input sets of different seeds, each output checked after its round. Each call
+  follows a flush long enough that the host path ends before the GPU reaches the call, as in the
+  task's harness (:func:`perfgate.timing.leaderboard_flush`), so a sample is device time.
+- ``host``: the ``host`` group only: host time per ``custom_kernel`` call, batches of
+  back-to-back calls on an idle GPU (:class:`perfgate.host.HostTimed`); no other mode times it.
 
 Before any timing every output is checked against the reference, so a wrong kernel cannot make a
 baseline. See docs/perfgate-bench.md.
@@ -143,6 +147,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             "@pytest.mark.benchmark(timer=perfgate.timing.device_clock, group=...)"
             + (f" ({len(bad) - 1} more)" if len(bad) > 1 else "")
         )
+    other = other_modes_benchmarks(items, config.getoption("--perfgate-mode"))
+    if other:
+        config.hook.pytest_deselected(items=other)
+        items[:] = [item for item in items if item not in other]
+
+
+def other_modes_benchmarks(items: Iterable[pytest.Item], mode: str) -> list[pytest.Item]:
+    """Benchmarks whose group ``mode`` does not time (the host group outside host mode, and the
+    device-time groups in it): deselected, never a sample of the wrong quantity."""
+    out = []
+    for item in items:
+        marker = item.get_closest_marker("benchmark")
+        timed = marker is None or modes.times_group(mode, marker.kwargs.get("group"))
+        if is_benchmark(item) and not timed:
+            out.append(item)
+    return out
 
 
 # -- machine_info -------------------------------------------------------------------------------
@@ -266,7 +286,10 @@ class Harness:
         self.inject = timing.slowdown_fraction()
         self.device = torch.device("cuda")
         self.info = device_info()
-        self.flush = timing.gate_flush(self.info.last_level_cache_bytes, self.device)
+        make_flush = (
+            timing.leaderboard_flush if settings.mode.name == "leaderboard" else timing.gate_flush
+        )
+        self.flush = make_flush(self.info.last_level_cache_bytes, self.device)
 
     def copies(self, set_bytes: int) -> int:
         return timing.rotation_count(set_bytes, self.info.last_level_cache_bytes)
@@ -297,6 +320,37 @@ class Harness:
             from kernels.gemm import custom_kernel
 
             self.per_call(benchmark, custom_kernel, [(d,) for d in sets], refs, check_gemm)
+
+    # -- the host path --------------------------------------------------------------------------
+    def host(self, benchmark: Any, shape: GemmShape) -> None:
+        """Host mode: host seconds per ``custom_kernel`` call, back to back on an idle GPU."""
+        import torch
+
+        from kernels.gemm import custom_kernel
+        from kernels.reference import generate_input, reference_gemm
+        from perfgate import host
+
+        # Distinct input sets per batch, as the task's harness regenerates inputs: a cache keyed
+        # on pointers would miss there, so it must miss here too.
+        sets = [generate_input(*shape, seed=SEED_BASE + i, device=self.device) for i in range(4)]
+        refs = [reference_gemm(d[0], d[3], d[4]) for d in sets]
+        for i, (data, ref) in enumerate(zip(sets, refs, strict=True)):
+            check_gemm(custom_kernel(data), ref, f"input set {i}")
+        delay = host.host_delay_seconds()
+        work = host.with_host_delay(custom_kernel, delay) if delay else custom_kernel
+        target = host.HostTimed(work, [(d,) for d in sets])
+        last_ref = refs[(host.HOST_BATCH - 1) % len(sets)]
+
+        def teardown(*_: Any) -> None:
+            torch.cuda.synchronize()
+            check_gemm(target.last, last_ref, "the last call of a batch")
+
+        benchmark.extra_info.update(
+            m=shape.m, n=shape.n, k=shape.k, mode="host", launch="direct",
+            calls_per_sample=target.calls, injected_host_us=delay * 1e6,
+        )  # fmt: skip
+        self.finish(benchmark, target, lambda: torch.cuda.synchronize(), teardown)
+        benchmark.extra_info["flush_bytes"] = 0  # host mode never flushes: no device time here
 
     # -- split-K reducer ------------------------------------------------------------------------
     def reducer(self, benchmark: Any, case: ReducerCase) -> None:

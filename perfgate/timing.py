@@ -172,6 +172,24 @@ def gate_flush(last_level_cache_bytes: int, device: Any) -> CacheFlush:
     return CacheFlush(flush_bytes(last_level_cache_bytes), device)
 
 
+# Leaderboard mode's flush. The task's harness fills ~62.5 GiB before each timed call, so the GPU
+# is still busy when the host has queued the whole call: its events then measure the call's
+# device time (kernels and the gaps between them) and none of the host path. What matters is
+# that the flush outlasts the host path by a wide margin, not its size: 2 GiB is ~0.5 ms of GPU
+# work on an H200 (~0.4 ms on an MI355X) against a 10-90 us host path, and on the H200 it
+# matched the harness's own fill within 1.2% on every ranked shape (0.0-0.6% spread). 2x the
+# last-level cache (125 MB on the H200, ~40 us) is shorter than the host path: host latency
+# leaked into every sample (0.4-21% spread).
+LEADERBOARD_FLUSH_BYTES = 2 << 30
+
+
+def leaderboard_flush(last_level_cache_bytes: int, device: Any) -> CacheFlush:
+    """The flush before each leaderboard-mode call: long enough to hide the host path, and at
+    least the gate's cache flush."""
+    nbytes = max(LEADERBOARD_FLUSH_BYTES, flush_bytes(last_level_cache_bytes))
+    return CacheFlush(nbytes, device)
+
+
 class CacheFlush:
     """Overwrites ``nbytes`` of device memory; called in pytest-benchmark's untimed ``setup``."""
 

@@ -182,7 +182,7 @@ BREAKAGES = [
         lambda d: _set(d, "", *PG, "device_key"),
         "device_key must be a non-empty",
     ),
-    ("unknown mode", lambda d: _set(d, "host", *PG, "mode"), "mode is 'host', expected one of"),
+    ("unknown mode", lambda d: _set(d, "wall", *PG, "mode"), "mode is 'wall', expected one of"),
     ("no fingerprint", lambda d: _drop(d, *PG, "fingerprint"), "fingerprint must be an object"),
     ("fingerprint lacks", lambda d: _drop(d, *PG, "fingerprint", "driver"), "lacks driver"),
     ("no benchmarks", lambda d: _drop(d, "benchmarks"), "'benchmarks' must be a non-empty list"),

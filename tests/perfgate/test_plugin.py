@@ -26,12 +26,14 @@ def _bf16(bits: list[int]) -> torch.Tensor:
 
 # -- modes and settings -------------------------------------------------------------------------
 def test_modes_are_defined_once_and_shared():
-    assert modes.MODE_NAMES == ("device", "leaderboard")
+    assert modes.MODE_NAMES == ("device", "leaderboard", "host")
     assert bench.MODE_NAMES is modes.MODE_NAMES
     assert baseline.MODES is modes.MODE_NAMES
     assert modes.get("leaderboard").default_rounds == 100
-    with pytest.raises(ValueError, match="mode must be one of device, leaderboard, got 'host'"):
-        modes.get("host")
+    with pytest.raises(
+        ValueError, match="mode must be one of device, leaderboard, host, got 'wall'"
+    ):
+        modes.get("wall")
 
 
 @pytest.mark.parametrize("name", ["a b", "", "1st"])
@@ -70,7 +72,7 @@ def test_settings_keep_explicit_values():
             "--perfgate-rounds must be >= 10 (min_samples), got 9: rerun with at least 10 rounds",
         ),
         (("device", None, -1), "--perfgate-warmup must be >= 0, got -1"),
-        (("host", None, 5), "mode must be one of device, leaderboard, got 'host'"),
+        (("wall", None, 5), "mode must be one of device, leaderboard, host, got 'wall'"),
     ],
 )
 def test_settings_refuse_bad_options(args, message):
@@ -130,7 +132,7 @@ def test_plugin_alone_registers_options_and_validates(pytester):
     result.stderr.fnmatch_lines(["ERROR: --perfgate-rounds must be >= 10 (min_samples), got 1*"])
     result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-rounds=3")
     assert result.ret == pytest.ExitCode.USAGE_ERROR  # a 3-round run could never be judged
-    result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-mode=host")
+    result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-mode=wall")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result = pytester.runpytest("-p", "perfgate.plugin", "--perfgate-warmup=-1", "--co")
     assert result.ret == pytest.ExitCode.USAGE_ERROR

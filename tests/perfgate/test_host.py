@@ -1,0 +1,278 @@
+"""The host-path count gate (perfgate.host): counts are exact, an injected extra allocation,
+launch, sync or copy fails it naming the count and the call path, and a bad baseline is an error.
+
+Counted on the CPU: the interpreter's launch entry is stubbed (a launch is counted, not run), so
+these run the real launcher on a real shape in well under a second each."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernels import gemm
+from kernels.gemm_config import GemmConfig
+from kernels.shapes import GemmShape
+from perfgate import host
+from perfgate.__main__ import main
+
+GPU = torch.cuda.is_available()
+SMALL = GemmShape(4, 64, 128)  # one program, no split
+SPLIT = GemmShape(16, 64, 512)  # split in two below, so the reducer is on the path
+BASELINES = Path(__file__).resolve().parents[2] / "perf_baselines"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def split_config():
+    """SPLIT splits K whatever the config model picks for the interpreter."""
+    original = gemm.select_config
+
+    def select(m, n, k, info):
+        if (m, n, k) == SPLIT:
+            return GemmConfig(16, 64, 128, split_k=2)
+        return original(m, n, k, info)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(gemm, "select_config", select)
+        gemm.clear_launch_cache()
+        yield
+    gemm.clear_launch_cache()
+
+
+@pytest.fixture(scope="module")
+def clean(split_config) -> dict:
+    return host.collect([SMALL, SPLIT])
+
+
+def _inject(monkeypatch, extra) -> None:
+    """Run ``extra(out)`` inside every bound launch, after the real work."""
+    original = gemm._Bound.__call__
+
+    def call(self, a, b, bs, out):
+        result = original(self, a, b, bs, out)
+        extra(result)
+        return result
+
+    monkeypatch.setattr(gemm._Bound, "__call__", call)
+
+
+def _sync(out) -> None:
+    # On the CPU torch.cuda.synchronize raises (no CUDA), but the call is what is counted
+    with contextlib.suppress(Exception):
+        torch.cuda.synchronize()
+
+
+@pytest.mark.parametrize(
+    ("category", "extra", "leaf"),
+    [
+        ("allocations", lambda out: torch.empty(16, device=out.device), "aten.empty"),
+        ("launches", lambda out: out.zero_(), "aten.zero_"),  # a torch op that runs a kernel
+        ("syncs", _sync, "torch.cuda.synchronize"),
+        ("syncs", lambda out: out[0, 0].item(), "aten._local_scalar_dense"),  # a host read
+        (
+            "copies",
+            lambda out: out.to("meta" if out.device.type == "cpu" else "cpu"),
+            "aten._to_copy",
+        ),
+    ],
+    ids=["allocation", "launch", "synchronize", "item", "copy"],
+)
+def test_an_injected_extra_fails_naming_count_and_path(monkeypatch, clean, category, extra, leaf):
+    _inject(monkeypatch, extra)
+    failures, _ = host.compare(clean, host.collect([SMALL, SPLIT]))
+    grown = [f for f in failures if f" {category} " in f and leaf in f]
+    assert grown, failures
+    # the line names the shape, the count (before -> after) and the path from custom_kernel
+    assert grown[0].startswith(f"{SMALL.id}: {category} 0 -> 1 per call at gemm.custom_kernel > ")
+
+
+def test_an_extra_triton_launch_fails(monkeypatch, clean):
+    """A second launch of the GEMM kernel itself (a Triton launch, not a torch op)."""
+    original = gemm._Bound.__call__
+
+    def twice(self, a, b, bs, out):
+        self._launch_jit(a, b, bs, original(self, a, b, bs, out))
+        return out
+
+    monkeypatch.setattr(gemm._Bound, "__call__", twice)
+    current = host.collect([SMALL])
+    failures, _ = host.compare(clean, current, host.CATEGORIES[:4])
+    assert host.totals(current)[SMALL.id]["launches"] == 2
+    assert any(f.startswith(f"{SMALL.id}: launches ") and "_launch_jit" in f for f in failures), (
+        failures
+    )
+
+
+def test_counts_are_exact_and_repeatable(clean):
+    again = host.collect([SMALL, SPLIT])
+    assert again == clean
+    totals = host.totals(clean)
+    # the launcher's whole budget: one GEMM launch (plus the reducer for split-K), the output,
+    # nothing copied, nothing waited for
+    assert totals[SMALL.id] | {"python_calls": 0} == {
+        "launches": 1, "allocations": 1, "copies": 0, "syncs": 0, "python_calls": 0
+    }  # fmt: skip
+    assert totals[SPLIT.id]["launches"] == 2
+    assert totals[SPLIT.id]["allocations"] == 1  # the partials are a reused workspace
+
+
+def test_a_smaller_count_is_an_improvement(clean):
+    fewer = json.loads(json.dumps(clean))
+    path, n = next(iter(clean["shapes"][SMALL.id]["python_calls"].items()))
+    fewer["shapes"][SMALL.id]["python_calls"][path] = n - 1
+    failures, improvements = host.compare(clean, fewer)
+    assert not failures
+    assert improvements == [f"{SMALL.id}: python_calls {n} -> {n - 1} per call at {path}"]
+
+
+def test_a_missing_shape_fails(clean):
+    fewer = json.loads(json.dumps(clean))
+    del fewer["shapes"][SPLIT.id]
+    assert host.compare(clean, fewer)[0] == [f"{SPLIT.id}: missing from this run"]
+
+
+@pytest.mark.parametrize(
+    ("mutate", "match"),
+    [
+        (lambda d: "{not json", "unreadable"),
+        (lambda d: {**d, "schema": 99}, "schema 1"),
+        (lambda d: {**d, "shapes": {}}, "at least one shape"),
+        (lambda d: {k: v for k, v in d.items() if k != "python"}, "Python version"),
+        (
+            lambda d: {**d, "shapes": {SMALL.id: {**d["shapes"][SMALL.id], "copies": {"x": -1}}}},
+            "counts >= 0",
+        ),
+        (lambda d: {**d, "shapes": {SMALL.id: {"launches": {}}}}, "exactly launches"),
+    ],
+    ids=["corrupt", "schema", "no-shapes", "no-python", "negative", "categories"],
+)
+def test_a_bad_baseline_is_an_error(tmp_path, clean, mutate, match):
+    bad = mutate(clean)
+    path = tmp_path / "host_counts.json"
+    path.write_text(bad if isinstance(bad, str) else json.dumps(bad))
+    with pytest.raises(host.CountError, match=match):
+        host.load(path)
+
+
+def test_another_device_or_python_is_not_compared(clean):
+    with pytest.raises(host.CountError, match="not comparable"):
+        host.compare({**clean, "device_key": "nvidia-h200"}, clean)
+    with pytest.raises(host.CountError, match="record a baseline with this Python"):
+        host.compare({**clean, "python": "2.7"}, clean)
+
+
+def test_cli_exit_codes(tmp_path, capsys, monkeypatch, clean):
+    monkeypatch.setattr(host, "collect", lambda: clean)
+    good = tmp_path / "good.json"
+    assert main(["host", "--json", str(good)]) == 0
+    assert host.load(good) == clean
+    assert main(["host", "--check", str(good)]) == 0
+    grown = json.loads(json.dumps(clean))
+    grown["shapes"][SMALL.id]["launches"] = {}  # the baseline had none: this run grew
+    (tmp_path / "grown.json").write_text(json.dumps(grown))
+    assert main(["host", "--check", str(tmp_path / "grown.json")]) == 1
+    assert "REGRESSION: m4-n64-k128: launches 0 -> 1" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_bytes(b"\xff\xfe")
+    assert main(["host", "--check", str(tmp_path / "bad.json")]) == 2
+    assert "perfgate host: error:" in capsys.readouterr().err
+
+
+def test_the_committed_baseline_of_this_device_holds():
+    """The CPU gate: this machine's counts against perf_baselines/<device-key>/host_counts.json.
+    Launches, allocations, copies and syncs always; python_calls under the Python it was
+    recorded with (call names are CPython's)."""
+    current = host.collect()
+    path = BASELINES / current["device_key"] / host.BASELINE_NAME
+    if not path.is_file():
+        pytest.skip(f"no committed host count baseline for {current['device_key']}")
+    baseline = host.load(path)
+    same_python = baseline["python"] == host.python_version()
+    categories = host.CATEGORIES if same_python else host.CATEGORIES[:4]
+    failures, _ = host.compare(baseline, current, categories)
+    assert not failures, "\n".join(failures)
+    if not same_python:
+        pytest.skip(f"python_calls recorded under Python {baseline['python']}, not {sys.version}")
+
+
+# -- the host timing mode ----------------------------------------------------------------------------
+def test_host_timed_adds_host_seconds_per_call_cycling_inputs():
+    from perfgate.timing import DeviceClock
+
+    seen, ticks, clock = [], iter([10.0, 12.5]), DeviceClock()
+    timed = host.HostTimed(
+        lambda x: seen.append(x) or x,
+        [(1,), (2,), (3,)],
+        calls=5,
+        clock=clock,
+        now=lambda: next(ticks),
+    )
+    assert timed() == 2 and timed.last == 2
+    assert seen == [1, 2, 3, 1, 2]  # distinct inputs back to back, as the harness regenerates them
+    assert clock.read() == 0.5  # 2.5 s over 5 calls (exact on the clock's quantum)
+    with pytest.raises(ValueError, match="calls >= 1"):
+        host.HostTimed(print, [], calls=3)
+
+
+@pytest.mark.parametrize(
+    ("raw", "seconds"),
+    [
+        ("", 0.0),
+        ("5", 5 / 1e6),
+        (" 0.5 ", 0.5 / 1e6),
+        ("0", 0.0),
+    ],  # unset, whole, fraction, explicit 0
+)
+def test_host_delay_parses_microseconds(raw, seconds):
+    assert host.host_delay_seconds({host.INJECT_HOST_ENV: raw}) == seconds
+
+
+@pytest.mark.parametrize("raw", ["five", "-1", "1e6", "nan"])
+def test_host_delay_refuses_nonsense(raw):
+    with pytest.raises(ValueError, match=host.INJECT_HOST_ENV):
+        host.host_delay_seconds({host.INJECT_HOST_ENV: raw})
+
+
+def test_with_host_delay_returns_the_calls_result():
+    assert host.with_host_delay(lambda a, b: a + b, 1e-6)(2, 3) == 5
+
+
+@pytest.mark.parametrize(
+    ("mode", "group", "timed"),
+    [
+        ("host", "host", True),  # the host group is the host mode's
+        ("host", "leaderboard", False),  # device-time groups are never host samples
+        ("host", None, False),
+        ("device", "host", False),  # and host samples are never device time
+        ("leaderboard", "host", False),
+        ("device", "leaderboard", True),
+        ("leaderboard", "reducer", True),
+        ("device", None, True),  # an unnamed group belongs to the device-time modes
+    ],
+)
+def test_each_mode_times_its_own_groups(mode, group, timed):
+    from perfgate import modes
+
+    assert modes.times_group(mode, group) is timed
+
+
+def test_the_leaderboard_flush_outlasts_the_host_path():
+    from perfgate import timing
+
+    # 2 GiB, at least 2x the cache: about 0.5 ms of GPU writes against a 10-90 us host path
+    assert timing.LEADERBOARD_FLUSH_BYTES == 2 << 30
+    assert timing.flush_bytes(256 << 20) < timing.LEADERBOARD_FLUSH_BYTES
+
+
+def test_gate_without_a_baseline_says_how_to_record_one(tmp_path, capsys, monkeypatch, clean):
+    monkeypatch.setattr(host, "collect", lambda: clean)
+    assert main(["host", "--gate", "--baselines-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"no host count baseline for device {clean['device_key']!r}" in err
+    assert "python -m perfgate host --json" in err
+    path = tmp_path / clean["device_key"] / host.BASELINE_NAME
+    assert main(["host", "--json", str(path)]) == 0
+    assert main(["host", "--gate", "--baselines-dir", str(tmp_path)]) == 0

@@ -1,0 +1,126 @@
+"""Host time per call of the launcher, beside torch.matmul, on the six ranked shapes (a GPU tool).
+
+``python -m tools.host_report [--json OUT]`` prints, per shape, the host microseconds per call
+measured as the ``host`` timing mode measures them (batches of back-to-back calls on an idle GPU,
+median over batches; :class:`perfgate.host.HostTimed`):
+
+- ``bound``: ``custom_kernel`` as shipped (a call key seen before: launch only);
+- ``unbound``: the same call with the launch cache cleared before each call, i.e. validation,
+  config and plan lookup and Triton's JIT dispatch on every call: the per-call work of the
+  launcher before the launch cache (issue 12's "before");
+- ``torch.matmul``: bf16 ``A @ W^T`` with W the dequantized weight, the eager baseline every
+  caller knows.
+
+Every output is checked against the reference first. Not the code under test: a measuring tool.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Callable
+from typing import Any
+
+BATCHES = 60
+
+
+def host_us_per_call(
+    work: Callable[..., Any], arg_sets: list[tuple], batches: int = BATCHES
+) -> float:
+    """Median over ``batches`` of the host µs per call of a back-to-back batch."""
+    import torch
+
+    from perfgate.host import HostTimed
+    from perfgate.timing import DeviceClock
+
+    clock = DeviceClock()
+    timed = HostTimed(work, arg_sets, clock=clock)
+    samples = []
+    for i in range(batches + 3):  # three warm-up batches: allocator, caches
+        torch.cuda.synchronize()
+        before = clock.read()
+        timed()
+        if i >= 3:
+            samples.append((clock.read() - before) * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(samples)
+
+
+def _unbound(data: tuple) -> Any:
+    from kernels import gemm
+
+    gemm.clear_launch_cache()
+    return gemm.custom_kernel(data)
+
+
+def _before() -> Callable[..., Any] | None:
+    """``custom_kernel`` of the launcher before the launch cache, when a checkout placed it at
+    ``kernels/_gemm_before.py`` (``git show e32dfe4:kernels/gemm.py``): measured in the same run."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("kernels._gemm_before") is None:
+        return None
+    return importlib.import_module("kernels._gemm_before").custom_kernel
+
+
+def measure_shape(shape: Any) -> dict[str, float]:
+    from kernels.gemm import custom_kernel
+    from kernels.reference import (
+        check_leaderboard,
+        dequantized_weight,
+        generate_input,
+        reference_gemm,
+    )
+
+    sets = [generate_input(*shape, seed=100 + i, device="cuda") for i in range(4)]
+    before = _before()
+    fns = (custom_kernel, _unbound) + ((before,) if before else ())
+    for d in sets:
+        ref = reference_gemm(d[0], d[3], d[4])
+        for fn in fns:
+            report = check_leaderboard(fn(d), ref)
+            if not report:
+                raise AssertionError(f"{shape.id}: wrong output from {fn.__name__}: {report}")
+    weights = [dequantized_weight(d[3], d[4], shape.k).to("cuda", "bfloat16") for d in sets]
+    mm_sets = [(d[0], w.T) for d, w in zip(sets, weights, strict=True)]
+    import torch
+
+    row = {
+        "bound": host_us_per_call(custom_kernel, [(d,) for d in sets]),
+        "unbound": host_us_per_call(_unbound, [(d,) for d in sets], batches=20),
+        "torch.matmul": host_us_per_call(torch.matmul, mm_sets),
+    }
+    if before:
+        row["before"] = host_us_per_call(before, [(d,) for d in sets])
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.host_report", description=__doc__)
+    parser.add_argument("--json", dest="json_out", help="write the table as JSON")
+    args = parser.parse_args(argv)
+    import torch
+
+    if not torch.cuda.is_available():
+        print("tools.host_report: needs a GPU", file=sys.stderr)
+        return 2
+    from kernels.shapes import LEADERBOARD
+
+    table = {}
+    print(f"host us per call, back to back ({torch.cuda.get_device_name()}):")
+    cols = ("before", "bound", "unbound", "torch.matmul")
+    print(f"  {'shape':<20}" + "".join(f"{c:>14}" for c in cols))
+    for shape in LEADERBOARD:
+        row = table[shape.id] = measure_shape(shape)
+        print(f"  {shape.id:<20}" + "".join(f"{row.get(c, float('nan')):>14.1f}" for c in cols))
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump(table, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
