@@ -445,5 +445,9 @@ def compile_specs(target: str) -> list[CompileSpec]:
     shapes."""
     info = TARGET_DEVICES[get_target(target).name]
     tuned = list(tuned_table(info).items())
-    modelled = [(s, model_config(*s, info.compute_units)) for s in MODEL_SAMPLE_SHAPES]
+    smallest_m = get_target(target).min_block_m
+    modelled = [
+        (s, model_config(*s, info.compute_units, min_block_m=smallest_m))
+        for s in MODEL_SAMPLE_SHAPES
+    ]
     return [compile_spec(cfg, target, shape) for shape, cfg in tuned + modelled]

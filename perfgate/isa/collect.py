@@ -92,7 +92,30 @@ def _entry(spec: Any, target: str, source: str, fields: dict[str, Any]) -> dict[
     }
 
 
-def amd_fields(target: Target, compiled: Any, num_warps: int) -> dict[str, Any]:
+def cost_fields(
+    target: Target, cost: metrics.StaticCost | None, workload: dict[str, int] | None
+) -> dict[str, Any]:
+    """The static cost figures of an entry (docs/isa.md, "Static cost"): vector instructions per
+    wave and per MFMA from the code and the launch's K steps, and the grid fill from its
+    workgroups. ``None`` where the spec has no workload (no shape) or the target no AMDGCN."""
+    fields: dict[str, Any] = dict.fromkeys(COST_FIELDS)
+    if workload is not None:
+        fields["workgroups"] = workload["workgroups"]
+        fields["grid_fill"] = round(workload["workgroups"] / target.compute_units, 3)
+        if cost is not None:
+            wave = metrics.per_wave(cost, workload["k_steps"])
+            fields.update({k: wave[k] for k in _WAVE_FIELDS})
+    return fields
+
+
+# Per-entry cost fields; null where unknown (see cost_fields).
+_WAVE_FIELDS = ("valu_per_wave", "instrs_per_wave", "mfma_per_wave", "instrs_per_mfma")
+COST_FIELDS = (*_WAVE_FIELDS, "workgroups", "grid_fill")
+
+
+def amd_fields(
+    target: Target, compiled: Any, num_warps: int, workload: dict[str, int] | None = None
+) -> dict[str, Any]:
     """Entry fields from a triton CompiledKernel for an AMD target."""
     kernels = metrics.parse_amdgcn(compiled.asm["amdgcn"])
     if len(kernels) != 1:
@@ -111,6 +134,7 @@ def amd_fields(target: Target, compiled: Any, num_warps: int) -> dict[str, Any]:
         "scratch_bytes": k.scratch_bytes,
         "occupancy": metrics.amd_occupancy(target, k.occupancy, lds, num_warps),
         "instructions": k.instructions,
+        **cost_fields(target, k.cost, workload),
     }
 
 
@@ -132,9 +156,12 @@ def _nvidia_tool(name: str) -> str:
     return path
 
 
-def nvidia_fields(target: Target, compiled: Any, num_warps: int) -> dict[str, Any]:
+def nvidia_fields(
+    target: Target, compiled: Any, num_warps: int, workload: dict[str, int] | None = None
+) -> dict[str, Any]:
     """Entry fields from a triton CompiledKernel for an NVIDIA target: cuobjdump, nvdisasm and
-    the PTX."""
+    the PTX. The per-wave instruction figures are AMDGCN-only (null here); the grid fill is
+    recorded."""
     name = compiled.metadata.name
     with tempfile.TemporaryDirectory(prefix="perfgate-isa-") as tmp:
         cubin = Path(tmp, "kernel.cubin")
@@ -166,18 +193,39 @@ def nvidia_fields(target: Target, compiled: Any, num_warps: int) -> dict[str, An
         "scratch_bytes": usage.local_bytes + usage.stack_bytes,
         "occupancy": metrics.nvidia_occupancy(target, usage.registers, shared, num_warps),
         "instructions": metrics.tracked(target.name, counts),
+        **cost_fields(target, None, workload),
     }
 
 
-_FIELDS: dict[str, Callable[[Target, Any, int], dict[str, Any]]] = {
+_FIELDS: dict[str, Callable[..., dict[str, Any]]] = {
     "amd": amd_fields,
     "nvidia": nvidia_fields,
 }
 
 
+def workload_of(module_name: str, spec: Any) -> dict[str, int] | None:
+    """What one launch of ``spec`` does (``k_steps``, ``workgroups``), from the provider's
+    optional ``static_workload(config)``; ``None`` when the provider has none or the config no
+    shape."""
+    provider = getattr(importlib.import_module(module_name), "static_workload", None)
+    if provider is None:
+        return None
+    workload = provider(spec.config)
+    if workload is not None and not (
+        isinstance(workload, dict)
+        and all(isinstance(workload.get(key), int) for key in ("k_steps", "workgroups"))
+    ):
+        raise ProviderError(
+            f"{module_name}.static_workload({spec.label}) must return None or "
+            f"{{'k_steps': int, 'workgroups': int}}, got {workload!r}"
+        )
+    return workload
+
+
 def compile_entry(module_name: str, target: str, index: int) -> dict[str, Any]:
     """Compile spec ``index`` of ``module_name`` for ``target``; runs in a pool worker."""
     spec = load_specs(module_name, target)[index]
+    workload = workload_of(module_name, spec)
     with warnings.catch_warnings():
         # Triton 3.9 warns once per process that its fp-fusion default will change; the gate
         # records what the launchers compile today, so the notice is only noise in every worker.
@@ -189,7 +237,8 @@ def compile_entry(module_name: str, target: str, index: int) -> dict[str, Any]:
                 f"{spec.label} failed to compile for {target}: {type(exc).__name__}: {exc}"
             ) from exc
     tgt = get_target(target)
-    return _entry(spec, target, "triton", _FIELDS[tgt.vendor](tgt, compiled, spec.num_warps))
+    fields = _FIELDS[tgt.vendor](tgt, compiled, spec.num_warps, workload)
+    return _entry(spec, target, "triton", fields)
 
 
 def native_entries(target: str) -> list[dict[str, Any]]:
@@ -239,6 +288,7 @@ def asm_entries(text: str, target: str) -> list[dict[str, Any]]:
                 "scratch_bytes": k.scratch_bytes,
                 "occupancy": k.occupancy,
                 "instructions": k.instructions,
+                **dict.fromkeys(COST_FIELDS),
             }
         )
     return entries

@@ -65,6 +65,8 @@ class AmdgcnKernel:
     scratch_bytes: int  # .private_segment_fixed_size, per work-item
     occupancy: int  # "; Occupancy: N" waves per SIMD, from registers and static LDS
     instructions: dict[str, int]
+    # static counts per class (see :func:`static_cost`), outside and inside the loop bodies
+    cost: StaticCost | None = None
 
 
 def tracked(target: str, counts: Counter[str] | dict[str, int]) -> dict[str, int]:
@@ -158,12 +160,112 @@ def parse_amdgcn(text: str) -> dict[str, AmdgcnKernel]:
             name=name,
             occupancy=int(occupancy[0]),
             instructions=_tracked("amd", counts),
+            cost=static_cost(segment[:body_end]),
             **fields,
         )
     missing = sorted(set(meta) - set(kernels))
     if missing:
         raise IsaParseError(f"kernels in the metadata without a function body: {missing}")
     return kernels
+
+
+# ---------------------------------------------------------------- AMDGCN static cost
+#
+# The figures the gate compares kernels by (docs/isa.md, "Static cost"): how many vector
+# instructions a wave issues for one program, from the static code and the trip count of its
+# main loop. The loop trips are not in the ISA: the launcher knows them (the GEMM's K steps per
+# program), so the parser only splits the code into "once" and "per loop iteration", and
+# :func:`per_wave` combines the two with the caller's step count.
+
+_LABEL = re.compile(r"^([.\w$]+):", re.M)
+_LINE_INSTRUCTION = re.compile(r"^\s+([a-z][a-z0-9_]*)(?:\s+(.*?))?\s*(?:;.*)?$")
+_BRANCH = re.compile(r"^s_(c?branch)\w*$")
+
+
+@dataclass(frozen=True)
+class StaticCost:
+    """Static instruction counts of one kernel body, split by where they sit.
+
+    ``loop_*`` count the instructions between a loop's header label and its backward branch
+    (nested or repeated loops are summed); the rest run once per program. Classes: ``all`` every
+    instruction, ``valu`` every ``v_*`` (MFMA and converts included, as the reference figures
+    count), ``mfma`` every ``v_mfma*``.
+    """
+
+    once_all: int
+    once_valu: int
+    once_mfma: int
+    loop_all: int
+    loop_valu: int
+    loop_mfma: int
+    loops: int  # backward branches found
+
+
+def static_cost(body: str) -> StaticCost:
+    """Split an AMDGCN function body (label to ``.Lfunc_end``) into once / per-iteration counts."""
+    labels: dict[str, int] = {}
+    ops: list[tuple[str, str]] = []  # (mnemonic, operands), in order
+    for line in body.splitlines():
+        label = _LABEL.match(line)
+        if label:
+            labels[label[1]] = len(ops)
+            continue
+        inst = _LINE_INSTRUCTION.match(line)
+        if inst and not line.lstrip().startswith("."):
+            ops.append((inst[1], inst[2] or ""))
+    in_loop = [False] * len(ops)
+    loops = 0
+    for i, (op, args) in enumerate(ops):
+        if _BRANCH.match(op):
+            target = labels.get(args.split()[0] if args else "")
+            if target is not None and target <= i:
+                loops += 1
+                for j in range(target, i + 1):
+                    in_loop[j] = True
+    counts = {"once": Counter(), "loop": Counter()}
+    for (op, _), looped in zip(ops, in_loop, strict=True):
+        c = counts["loop" if looped else "once"]
+        c["all"] += 1
+        if op.startswith("v_"):
+            c["valu"] += 1
+            if op.startswith("v_mfma"):
+                c["mfma"] += 1
+    return StaticCost(
+        once_all=counts["once"]["all"],
+        once_valu=counts["once"]["valu"],
+        once_mfma=counts["once"]["mfma"],
+        loop_all=counts["loop"]["all"],
+        loop_valu=counts["loop"]["valu"],
+        loop_mfma=counts["loop"]["mfma"],
+        loops=loops,
+    )
+
+
+def per_wave(cost: StaticCost, steps: int) -> dict[str, float | int]:
+    """Executed instructions per wave for a program that runs ``steps`` main-loop steps.
+
+    The compiler software-pipelines the loop: it peels whole iterations into the prologue and
+    epilogue, so the loop body runs ``steps - peeled`` times, where ``peeled`` is the number of
+    MFMA groups outside the loop (each step issues ``loop_mfma`` MFMAs). Instructions on
+    mutually exclusive paths (the "no iterations" branch) are all counted: an upper bound.
+    """
+    if steps < 1:
+        raise ValueError(f"steps must be >= 1, got {steps}")
+    if cost.loops == 0 or cost.loop_mfma == 0:
+        trips = 0 if cost.loops == 0 else steps
+    else:
+        peeled = round(cost.once_mfma / cost.loop_mfma)
+        trips = max(0, steps - peeled)
+    valu = cost.once_valu + trips * cost.loop_valu
+    mfma = cost.once_mfma + trips * cost.loop_mfma
+    instrs = cost.once_all + trips * cost.loop_all
+    return {
+        "loop_trips": trips,
+        "valu_per_wave": valu,
+        "mfma_per_wave": mfma,
+        "instrs_per_wave": instrs,
+        "instrs_per_mfma": round(instrs / mfma, 1) if mfma else None,
+    }
 
 
 def amd_occupancy(

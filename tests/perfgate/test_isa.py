@@ -547,3 +547,74 @@ def test_a_spec_that_does_not_compile_is_named():
         )
     with pytest.raises(collect.CompileError, match=re.escape(DOT)):
         collect.compile_entry(SAMPLES, "gfx950", 0)
+
+
+# ---------------------------------------------------------------- static cost (issue 14)
+
+# A body in the shape the AMDGPU backend prints: setup, one loop (header label ... backward
+# branch), epilogue. The loop holds 3 instructions, 2 of them vector, 1 an MFMA.
+_LOOP_BODY = """
+\ts_load_dwordx2 s[0:1], s[4:5], 0x0
+\tv_mov_b32_e32 v0, 0
+\tv_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:7], v[8:11], v[0:3], v12, v13
+.LBB0_1:                                ; =>This Inner Loop Header: Depth=1
+\t.loc\t1 87 5 is_stmt 1
+\tv_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:7], v[8:11], v[0:3], v12, v13
+\tv_add_u32_e32 v1, 1, v1
+\ts_cbranch_scc1 .LBB0_1
+; %bb.2:
+\ts_branch .LBB0_3
+.LBB0_3:
+\tv_cvt_pk_bf16_f32 v2, v0, v1
+\ts_endpgm
+"""
+
+
+def test_static_cost_splits_loop_from_once():
+    cost = metrics.static_cost(_LOOP_BODY)
+    # the forward branch to .LBB0_3 is no loop; .loc is a directive, not an instruction
+    assert cost == metrics.StaticCost(
+        once_all=6, once_valu=3, once_mfma=1, loop_all=3, loop_valu=2, loop_mfma=1, loops=1
+    )
+
+
+@pytest.mark.parametrize(
+    ("steps", "trips", "valu", "mfma", "instrs"),
+    [
+        # one MFMA group sits outside the loop: the pipeliner peeled one step, so the loop body
+        # runs steps - 1 times
+        (1, 0, 3, 1, 6),
+        (2, 1, 5, 2, 9),
+        (8, 7, 17, 8, 27),
+    ],
+)
+def test_per_wave_counts_the_loop_body_per_remaining_step(steps, trips, valu, mfma, instrs):
+    wave = metrics.per_wave(metrics.static_cost(_LOOP_BODY), steps)
+    assert wave == {
+        "loop_trips": trips,
+        "valu_per_wave": valu,
+        "mfma_per_wave": mfma,
+        "instrs_per_wave": instrs,
+        "instrs_per_mfma": round(instrs / mfma, 1),
+    }
+    with pytest.raises(ValueError, match="steps must be >= 1"):
+        metrics.per_wave(metrics.static_cost(_LOOP_BODY), 0)
+
+
+def test_parse_amdgcn_gives_every_kernel_a_static_cost():
+    kernels = metrics.parse_amdgcn(HIP_ASM)
+    for k in kernels.values():
+        assert k.cost is not None and k.cost.once_all + k.cost.loop_all > 0
+        assert k.cost.once_valu + k.cost.loop_valu <= k.cost.once_all + k.cost.loop_all
+
+
+def test_cost_fields_need_a_workload():
+    target = get_target("gfx950")
+    cost = metrics.static_cost(_LOOP_BODY)
+    assert collect.cost_fields(target, cost, None) == dict.fromkeys(collect.COST_FIELDS)
+    fields = collect.cost_fields(target, cost, {"k_steps": 2, "workgroups": 192})
+    assert fields["valu_per_wave"] == 5 and fields["mfma_per_wave"] == 2
+    assert fields["workgroups"] == 192 and fields["grid_fill"] == 0.75  # of 256 CUs
+    # sm90: the fill only (SASS has no per-wave count here)
+    fields = collect.cost_fields(get_target("sm90"), None, {"k_steps": 2, "workgroups": 66})
+    assert fields["grid_fill"] == 0.5 and fields["valu_per_wave"] is None
