@@ -148,7 +148,7 @@ def _side_env(cache: Path | None) -> dict[str, str]:
 
 
 # -- measuring ----------------------------------------------------------------------------------
-def measure_ab(sides: dict[str, Any], names: list[str], settings, rounds: int):
+def measure_ab(sides: dict[str, Any], cases: list[dict], settings, rounds: int):
     """Adaptive interleaved rounds of both sides; (decisions, samples by stream key)."""
     from perfgate import adaptive, interleave
     from perfgate.sampler import PLAIN
@@ -171,7 +171,16 @@ def measure_ab(sides: dict[str, Any], names: list[str], settings, rounds: int):
         return compare_samples(a, b, settings, ab=True, looks=settings.looks)
 
     totals = adaptive.schedule(rounds, settings.looks)
-    return adaptive.decide(names, totals, extend, judge), samples
+    decisions = {}
+    for case in cases:  # one case at a time on each side, every look of it before the next
+        for label, side in sides.items():
+            try:
+                side.ask({"op": "prepare", "cases": [case], "levels": []})
+            except interleave.WorkerError as exc:
+                # a wrong or broken head is the pull request's fault: that fails the gate
+                raise AbError(str(exc), 1 if label == "head" else 2) from None
+        decisions.update(adaptive.decide([case["name"]], totals, extend, judge))
+    return decisions, samples
 
 
 def run(args: argparse.Namespace, gate) -> int:
@@ -197,15 +206,11 @@ def run(args: argparse.Namespace, gate) -> int:
             side = interleave.SideProcess(label, root, env)
             stack.callback(side.close)
             sides[label] = side
-        infos = {}
-        for label, side in sides.items():
-            try:
-                infos[label] = side.ask({"op": "prepare", "cases": selected, "levels": []})
-            except interleave.WorkerError as exc:
-                # a wrong or broken head is the pull request's fault: that fails the gate
-                raise AbError(f"{exc}", 1 if label == "head" else 2) from None
-        names = [c["name"] for c in selected]
-        decisions, samples = measure_ab(sides, names, gate.stats, gate.rounds["device"])
+        try:
+            decisions, samples = measure_ab(sides, selected, gate.stats, gate.rounds["device"])
+        except interleave.WorkerError as exc:
+            raise AbError(str(exc), 2) from None
+        infos = {label: {"reducer_backend": side.reducer_backend} for label, side in sides.items()}
     return report(args, gate, decisions, samples, infos, base_sha, head_sha)
 
 

@@ -221,9 +221,10 @@ def run_session(session: int, selected, levels, settings, totals, trials: int) -
         stack.callback(a.close)
         b = interleave.SideProcess("B", REPO)
         stack.callback(b.close)
-        a.ask({"op": "prepare", "cases": selected, "levels": []})
-        b.ask({"op": "prepare", "cases": selected, "levels": list(levels)})
-        for case in (c["name"] for c in selected):
+        for spec in selected:  # one case at a time, as perfgate ab and the pytest harness do
+            case = spec["name"]
+            a.ask({"op": "prepare", "cases": [spec], "levels": []})
+            b.ask({"op": "prepare", "cases": [spec], "levels": list(levels)})
             for index in range(trials):
                 samples: dict[tuple, list[float]] = {}
                 a_stream = interleave.Stream(a, case, PLAIN)

@@ -46,6 +46,7 @@ class SideProcess:
 
     def __init__(self, label: str, kernels_root: Path, env: dict[str, str] | None = None) -> None:
         self.label = label
+        self.reducer_backend: str | None = None
         cmd = [sys.executable, "-m", "perfgate.sampler", "--kernels-root", str(kernels_root)]
         self.proc = subprocess.Popen(
             cmd,
@@ -68,7 +69,10 @@ class SideProcess:
             raise WorkerError(f"{self.label}: worker exited ({self.proc.poll()}); see its stderr")
         answer = json.loads(line)
         if not answer.get("ok"):
-            raise WorkerError(f"{self.label}: {answer.get('error')}")
+            what = request.get("case") or ", ".join(c["name"] for c in request.get("cases", []))
+            raise WorkerError(f"{self.label}: {request['op']} {what}: {answer.get('error')}")
+        if "reducer_backend" in answer:
+            self.reducer_backend = answer["reducer_backend"]
         return answer
 
     def close(self) -> None:

@@ -10,10 +10,12 @@ at a time for a block of rounds, so they never run at once and alternate in ABBA
 Protocol: one JSON object per line. Requests on stdin, answers on the process's original stdout
 (anything the code under test prints goes to stderr instead):
 
-- ``{"op": "prepare", "cases": [CASE...], "levels": [0.05, ...]}``: build every case's inputs
-  (the same seeds as the pytest harness), check every output against the reference, capture the
-  graph over the rotated copies, and one more graph per injected level with a calibrated device
-  sleep after the calls (:mod:`perfgate.inject`). Answer: ``{"ok": true, "cases": {id: INFO}}``.
+- ``{"op": "prepare", "cases": [CASE...], "levels": [0.05, ...]}``: drop what was prepared
+  before, build every case's inputs (the same seeds as the pytest harness), check every output
+  against the reference, capture the graph over the rotated copies, and calibrate one device
+  sleep per injected level (:mod:`perfgate.inject`), queued after the replay inside the timed
+  region. Answer: ``{"ok": true, "cases": {id: INFO}}``. The orchestrators prepare one case at a
+  time, as the pytest harness does.
 - ``{"op": "run", "case": ID, "variant": "plain" | "0.05", "rounds": N}``: N rounds, each after
   the cache flush; answer ``{"ok": true, "samples": [seconds per call, ...]}``.
 - ``{"op": "quit"}``. Any failure answers ``{"ok": false, "error": "one line"}``.
@@ -56,11 +58,24 @@ def use_kernels_from(root: Path) -> None:
 
 
 class Bench:
-    """One case ready to time: its plain launch and its injected variants."""
+    """One case ready to time: its launch (a graph over the copies) and, per injected variant,
+    the calibrated sleep queued right after the replay, inside the timed region."""
 
-    def __init__(self, launches: dict[str, Any], calls: int) -> None:
-        self.launches = launches
+    def __init__(self, launch: Any, calls: int, sleeps: dict[str, Any]) -> None:
+        self.launch = launch
         self.calls = calls
+        self.sleeps = sleeps
+
+    def work(self, variant: str):
+        if variant == PLAIN:
+            return self.launch.run
+        sleep = self.sleeps[variant]  # KeyError names an unknown variant
+
+        def replay_then_sleep() -> None:
+            self.launch.run()
+            sleep()
+
+        return replay_then_sleep
 
 
 class Worker:
@@ -77,6 +92,10 @@ class Worker:
         self.benches: dict[str, Bench] = {}
 
     def prepare(self, cases: list[dict[str, Any]], levels: list[float]) -> dict[str, Any]:
+        """Replaces the cases prepared before: like the pytest harness, a worker holds one
+        benchmark's graph at a time (graphs of other shapes kept alive across later captures
+        faulted on the H200: an illegal memory access at the first replay)."""
+        self.release()
         out = {}
         for case in cases:
             calls, refs, check = self._calls(case)
@@ -142,22 +161,30 @@ class Worker:
         plain.run()
         torch.cuda.synchronize()
         plugin.check_all(plain.outputs, refs, check, f"{plain.kind} launch")
-        launches = {PLAIN: plain}
         info: dict[str, Any] = {"calls": len(calls), "launch": plain.kind, "note": plain.note}
+        sleeps = {}
         if levels:
             replay = timing.probe_median(plain.run, self.flush, calls=1, rounds=15)
             info["plain_replay_s"] = replay
             for level in levels:
-                sleep = inject.calibrate(level * replay, self.flush)
-                launches[variant_name(level)] = timing.build_launch(calls, sleep)
-                info[variant_name(level)] = inject.describe(sleep)
-        self.benches[name] = Bench(launches, len(calls))
+                sleeps[variant_name(level)] = inject.calibrate(level * replay, self.flush)
+                info[variant_name(level)] = inject.describe(sleeps[variant_name(level)])
+        self.benches[name] = Bench(plain, len(calls), sleeps)
         return info
+
+    def release(self) -> None:
+        import gc
+
+        import torch
+
+        self.benches.clear()
+        gc.collect()
+        torch.cuda.synchronize()
 
     def run(self, name: str, variant: str, rounds: int) -> list[float]:
         bench = self.benches[name]
         clock = timing.DeviceClock()
-        timed = timing.Timed(bench.launches[variant].run, calls=bench.calls, clock=clock)
+        timed = timing.Timed(bench.work(variant), calls=bench.calls, clock=clock)
         samples = []
         for _ in range(rounds):
             self.flush()

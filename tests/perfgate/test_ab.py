@@ -33,6 +33,9 @@ class FakeSide:
         self.log: list[tuple[str, int]] = []
 
     def ask(self, req):
+        if req["op"] == "prepare":
+            self.log.append(("prepare", [c["name"] for c in req["cases"]]))
+            return {"ok": True, "cases": {}}
         self.log.append((req["case"], req["rounds"]))
         f = self.factors.get(req["case"], 1.0)
         return {
@@ -44,7 +47,8 @@ class FakeSide:
 def test_measure_ab_flags_the_slower_head_and_interleaves():
     settings = Settings(n_resamples=500)
     sides = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"slow": 1.03}, 2)}
-    decisions, samples = ab.measure_ab(sides, ["slow", "same"], settings, rounds=40)
+    cases = [{"name": "slow"}, {"name": "same"}]
+    decisions, samples = ab.measure_ab(sides, cases, settings, rounds=40)
     assert decisions["slow"].result.verdict == REGRESSION
     assert decisions["same"].result.verdict == UNCHANGED
     for name, d in decisions.items():
@@ -55,6 +59,12 @@ def test_measure_ab_flags_the_slower_head_and_interleaves():
         )
     # both sides asked for the same blocks: every round of one side has its twin on the other
     assert sides["base"].log == sides["head"].log
+    # one case prepared at a time, all its rounds measured before the next is prepared
+    log = sides["head"].log
+    assert log[0] == ("prepare", ["slow"])
+    second = log.index(("prepare", ["same"]))
+    assert all(entry[0] == "slow" for entry in log[1:second])
+    assert all(entry[0] == "same" for entry in log[second + 1 :])
 
 
 def test_worker_protocol_answers_errors_in_one_line():
@@ -174,7 +184,7 @@ def test_ab_report_has_compare_shape(tmp_path, monkeypatch):
 
     gate = settings.load(overrides={"n_resamples": 500})
     sides = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"a": 1.05}, 2)}
-    decisions, samples = ab.measure_ab(sides, ["a", "b"], gate.stats, rounds=20)
+    decisions, samples = ab.measure_ab(sides, [{"name": "a"}, {"name": "b"}], gate.stats, 20)
     monkeypatch.setattr(
         fingerprint,
         "collect",
