@@ -236,6 +236,15 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(venv_params=EMPTY_VENV)
+def host(session: nox.Session) -> None:
+    """Host-path count gate: custom_kernel's launches, allocations, copies, syncs and launcher
+    calls per call against perf_baselines/<device-key>/host_counts.json (a CPU: the
+    interpreter's, launches stubbed)."""
+    env = shared_env(session, "test", "perf")
+    env.run(session, "python", "-m", "perfgate", "host", "--gate", *session.posargs)
+
+
+@nox.session(venv_params=EMPTY_VENV)
 def update_baselines(session: nox.Session) -> None:
     """Rewrite this device's baselines (``-- --isa`` rewrites the static ISA baselines instead)."""
     isa_only = "--isa" in session.posargs

@@ -76,6 +76,9 @@ def measure_shape(shape: Any) -> dict[str, float]:
     )
 
     sets = [generate_input(*shape, seed=100 + i, device="cuda") for i in range(4)]
+    import torch
+
+    a_dev = sets[0][0].device
     before = _before()
     fns = (custom_kernel, _unbound) + ((before,) if before else ())
     for d in sets:
@@ -84,9 +87,8 @@ def measure_shape(shape: Any) -> dict[str, float]:
             report = check_leaderboard(fn(d), ref)
             if not report:
                 raise AssertionError(f"{shape.id}: wrong output from {fn.__name__}: {report}")
-    weights = [dequantized_weight(d[3], d[4], shape.k).to("cuda", "bfloat16") for d in sets]
+    weights = [dequantized_weight(d[3], d[4], shape.k).to(a_dev, torch.bfloat16) for d in sets]
     mm_sets = [(d[0], w.T) for d, w in zip(sets, weights, strict=True)]
-    import torch
 
     row = {
         "bound": host_us_per_call(custom_kernel, [(d,) for d in sets]),
@@ -98,9 +100,50 @@ def measure_shape(shape: Any) -> dict[str, float]:
     return row
 
 
+def breakdown(shape: Any) -> dict[str, float]:
+    """Host µs per call of each step of a bound call on ``shape``: where the time goes."""
+    import torch
+
+    from kernels import gemm
+    from kernels.reference import generate_input
+
+    sets = [generate_input(*shape, seed=100 + i, device="cuda") for i in range(4)]
+    a, _, _, b, s = sets[0]
+    gemm.custom_kernel(sets[0])
+    bound = gemm._BOUND[gemm._call_key(a, b, s, None, None)]
+    stream = torch._C._cuda_getCurrentRawStream(bound.index)
+    out = bound(a, b, s, None)
+    c, reduce = bound._target(out, stream)
+    steps: dict[str, tuple[Callable[..., Any], tuple]] = {
+        "custom_kernel": (gemm.custom_kernel, (sets[0],)),
+        "call key": (gemm._call_key, (a, b, s, None, None)),
+        "torch.empty (output)": (
+            lambda: torch.empty(bound.out_shape, dtype=torch.bfloat16, device=bound.device),
+            (),
+        ),
+        "current device + stream": (
+            lambda: torch._C._cuda_getCurrentRawStream(gemm._current_device()),
+            (),
+        ),
+        "GEMM launch (compiled launcher)": (
+            lambda: bound.direct(a, b, s, c, *bound.direct_tail, stream=stream),
+            (),
+        ),
+        "GEMM launch (Triton JIT path)": (lambda: bound._launch_jit(a, b, s, c), ()),
+    }
+    if reduce is not None:
+        steps["reducer launch"] = (lambda: reduce(out, stream), ())
+    if bound.direct is None:
+        del steps["GEMM launch (compiled launcher)"]
+    return {name: host_us_per_call(fn, [args]) for name, (fn, args) in steps.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.host_report", description=__doc__)
     parser.add_argument("--json", dest="json_out", help="write the table as JSON")
+    parser.add_argument(
+        "--breakdown", action="store_true", help="also time each step of a bound call, per shape"
+    )
     args = parser.parse_args(argv)
     import torch
 
@@ -116,6 +159,10 @@ def main(argv: list[str] | None = None) -> int:
     for shape in LEADERBOARD:
         row = table[shape.id] = measure_shape(shape)
         print(f"  {shape.id:<20}" + "".join(f"{row.get(c, float('nan')):>14.1f}" for c in cols))
+    if args.breakdown:
+        for shape in LEADERBOARD:
+            steps = table[shape.id]["steps"] = breakdown(shape)
+            print(f"  {shape.id}: " + ", ".join(f"{k} {v:.1f}" for k, v in steps.items()))
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump(table, f, indent=2)
