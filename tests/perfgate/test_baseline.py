@@ -253,3 +253,85 @@ def test_unreadable_files(tmp_path, content, message):
 def test_directory_is_not_a_file(tmp_path):
     with pytest.raises(bl.BaselineError, match="is a directory"):
         bl.load(tmp_path)
+
+
+# -- pooled baselines: per-run medians and their spread ----------------------------------------
+def _runs(make_result, gpu_like, factors=(1.0, 1.01, 0.995)):
+    names = ["t::a", "t::b"]
+    return [
+        make_result({n: gpu_like(10 * r + i, 20, factor=f) for i, n in enumerate(names)})
+        for r, f in enumerate(factors)
+    ]
+
+
+def test_pool_runs_concatenates_samples_and_records_the_spread(tmp_path, make_result, gpu_like):
+    runs = _runs(make_result, gpu_like)
+    pooled = bl.pool_runs(runs)
+    for bench in pooled["benchmarks"]:
+        name = bench["fullname"]
+        assert bench["stats"]["data"] == [x for r in runs for x in bl.samples(r)[name]]
+        assert bench["stats"]["rounds"] == 60
+        rec = bench["extra_info"][bl.RUNS_KEY]
+        assert rec["runs"] == 3 and rec["rounds"] == [20, 20, 20]
+        assert rec["spread"] == bl.run_spread(rec["medians"]) > 0
+    path = tmp_path / "p.json"
+    bl.write_atomic(path, pooled)
+    assert bl.drifts(bl.load(path)) == {
+        b["fullname"]: b["extra_info"][bl.RUNS_KEY]["spread"] for b in pooled["benchmarks"]
+    }
+    assert bl.drifts(runs[0]) == {}  # a single run records no spread
+    assert runs[0]["benchmarks"][0]["stats"]["rounds"] == 20  # the inputs are untouched
+
+
+def test_pool_runs_refuses_runs_that_do_not_match(make_result, gpu_like):
+    runs = _runs(make_result, gpu_like)
+    other = make_result({"t::a": gpu_like(1, 20)})
+    with pytest.raises(bl.BaselineError, match="run 1 measured other benchmarks"):
+        bl.pool_runs([runs[0], other])
+    with pytest.raises(bl.BaselineError, match="another device or in another mode"):
+        bl.pool_runs(
+            [runs[0], make_result({"t::a": [1.0] * 20, "t::b": [1.0] * 20}, mode="leaderboard")]
+        )
+    with pytest.raises(bl.BaselineError, match="no runs"):
+        bl.pool_runs([])
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda r: r.update(spread=r["spread"] * 2), "spread is .* but its medians give"),
+        (lambda r: r.update(medians=r["medians"][:1]), "must list >= 2 per-run medians"),
+        (lambda r: r.update(medians=[1.0, -1.0, 2.0]), "must be finite seconds > 0"),
+        (lambda r: r.update(spread=-0.1), "spread must be a finite fraction >= 0"),
+        (lambda r: r.update(spread="0.01"), "spread must be a finite fraction >= 0"),
+    ],
+)
+def test_a_corrupt_spread_is_an_error_never_a_threshold(
+    tmp_path, make_result, gpu_like, edit, message
+):
+    pooled = bl.pool_runs(_runs(make_result, gpu_like))
+    edit(pooled["benchmarks"][0]["extra_info"][bl.RUNS_KEY])
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(pooled))
+    with pytest.raises(bl.BaselineError, match=message):
+        bl.load(path)
+
+
+def test_append_samples_keeps_stats_consistent(tmp_path, make_result, gpu_like):
+    data = make_result({"t::a": gpu_like(1, 20), "t::b": gpu_like(2, 20)})
+    bl.append_samples(data, make_result({"t::a": gpu_like(3, 40)}))
+    a, b = data["benchmarks"]
+    assert a["stats"]["rounds"] == len(a["stats"]["data"]) == 60
+    import statistics
+
+    assert a["stats"]["median"] == statistics.median(a["stats"]["data"])
+    assert b["stats"]["rounds"] == 20
+    path = tmp_path / "d.json"
+    bl.write_atomic(path, data)
+    bl.load(path)  # still valid: stats.rounds matches stats.data
+
+
+def test_device_differences_name_each_field():
+    old = {"gpu_name": "NVIDIA H200", "arch": "sm90", "compute_units": 132, "driver": "1"}
+    assert bl.device_differences(old, dict(old, driver="2")) == ""  # a driver is not a device
+    assert bl.device_differences(old, dict(old, compute_units=66)) == "compute_units 132 -> 66"

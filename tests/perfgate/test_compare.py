@@ -488,3 +488,39 @@ def test_python_m_perfgate_compare_entry_point(write_result, bench, tmp_path):
     )
     assert done.returncode == 2
     assert done.stderr == f"perfgate compare: error: {tmp_path / 'none.json'}: no such file\n"
+
+
+# --- a large input (500 benchmarks x 10k samples once ran 600 s and grew to 1.8 GB) -----------
+def test_large_sides_stay_bounded_in_memory_and_bootstrap_size(write_result, tmp_path, monkeypatch):
+    import tracemalloc
+
+    import numpy as np
+    import scipy.stats
+
+    rng = np.random.default_rng(0)
+    names = [f"tests/perf/test_grid.py::test_grid[m{i}]" for i in range(6)]
+    base = write_result("b.json", {n: list(1e-5 * (1 + 0.01 * rng.standard_normal(10_000)))
+                                   for n in names})  # fmt: skip
+    cur = write_result("c.json", {n: list(1e-5 * (1 + 0.01 * rng.standard_normal(10_000)))
+                                  for n in names})  # fmt: skip
+    sizes = []
+    real = scipy.stats.bootstrap
+
+    def recording(data, *args, **kwargs):
+        sizes.append((max(len(x) for x in data), kwargs["batch"]))
+        return real(data, *args, **kwargs)
+
+    monkeypatch.setattr(scipy.stats, "bootstrap", recording)
+    settings = dataclasses.replace(FAST, n_resamples=2000, bootstrap_max_samples=1000)
+    tracemalloc.start()
+    try:
+        code, _ = run(base, cur, settings, json_out=tmp_path / "o.json")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert code == 0 and set(verdicts(tmp_path / "o.json").values()) == {"unchanged"}
+    # every bootstrap saw at most 1000 samples a side, in batches of at most 2M elements
+    assert len(sizes) == len(names)
+    assert all(n <= 1000 and n * batch <= 2_000_000 for n, batch in sizes)
+    # one unbatched 10k x 2000 resample matrix alone would be 160 MB
+    assert peak < 120e6, f"peak {peak / 1e6:.0f} MB"
