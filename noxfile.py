@@ -245,6 +245,18 @@ def host(session: nox.Session) -> None:
 
 
 @nox.session(venv_params=EMPTY_VENV)
+def ab(session: nox.Session) -> None:
+    """The head against a base revision, measured interleaved on this GPU in one job
+    (``nox -s ab -- --base origin/main``; no GPU: exit 0 unless PERFGATE_REQUIRE_GPU)."""
+    if not _has_gpu():
+        if os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0"):
+            session.error(_no_gpu_message("ab") + " (PERFGATE_REQUIRE_GPU is set)")
+        session.skip(_no_gpu_message("ab"))
+    env = shared_env(session, "test", "perf")
+    env.run(session, "python", "-m", "perfgate", "ab", *session.posargs)
+
+
+@nox.session(venv_params=EMPTY_VENV)
 def update_baselines(session: nox.Session) -> None:
     """Rewrite this device's baselines (``-- --isa`` rewrites the static ISA baselines instead)."""
     isa_only = "--isa" in session.posargs

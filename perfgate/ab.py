@@ -91,7 +91,10 @@ def cases(groups: tuple[str, ...] = DEFAULT_GROUPS, keyword: str | None = None) 
 
 # -- revisions ----------------------------------------------------------------------------------
 def git(*args: str, cwd: Path = REPO) -> str:
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    # safe.directory: inside the ROCm container the mounted checkout belongs to another user,
+    # and git refuses such a repository otherwise
+    cmd = ["git", "-c", "safe.directory=*", *args]
+    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
     if proc.returncode:
         raise AbError(f"git {' '.join(args)}: {' '.join(proc.stderr.split()) or 'failed'}")
     return proc.stdout.strip()
@@ -115,13 +118,10 @@ def worktree(commit: str, parent: Path) -> Iterator[Path]:
     try:
         yield path
     finally:
-        subprocess.run(
-            ["git", "worktree", "remove", "--force", str(path)],
-            cwd=REPO,
-            capture_output=True,
-            check=False,
-        )
-        subprocess.run(["git", "worktree", "prune"], cwd=REPO, capture_output=True, check=False)
+        # git() raises; cleanup must not: a failed removal is pruned with the temporary dir
+        for args in (("worktree", "remove", "--force", str(path)), ("worktree", "prune")):
+            with contextlib.suppress(AbError):
+                git(*args)
 
 
 def build(root: Path, cache: Path | None, label: str) -> None:
