@@ -12,21 +12,22 @@ Design (see docs/perfgate-compare.md for the reasoning and the measured error ra
       for an improvement (log-symmetric: swapping baseline and current swaps the two verdicts).
   The interval is two-sided at level ``1 - 2 * alpha``, so each bound is a one-sided
   ``1 - alpha`` bound, the same error rate as the rank test.
-- **Threshold** = ``max(min_effect, noise_factor * noise)``, where ``noise`` is the robust
-  relative spread of the samples: ``1.4826 * MAD / median`` (a standard deviation for Gaussian
-  data, blind to rare spikes) of each side, combined as the root mean square of the two sides.
-  ``noise_factor`` is 2 because the within-run spread understates the run-to-run spread of a
-  stored baseline (clocks, thermals, other tenants): a change must clear twice the per-sample
-  spread before it counts.
+- **Threshold** (:meth:`Settings.threshold`), by what is known about the baseline's drift:
+  against a pooled baseline that records its run-to-run spread of medians,
+  ``max(min_effect_drift, drift_factor * spread)`` (2%, 2x); against a single run,
+  ``max(min_effect, noise_factor * noise)`` (3%, 2x), ``noise`` being the robust relative spread
+  of the samples (``1.4826 * MAD / median`` of each side, root mean square of the two), a proxy
+  for the drift nobody measured; in a same-job A/B, ``ab_min_effect`` (1.5%): both sides were
+  measured interleaved, there is no drift between them.
 - **Grey zone.** A significant test whose interval straddles the threshold, or an interval too wide
   to exclude a change beyond the threshold, is ``inconclusive``: rerun with more rounds. So is a
   side with fewer than ``min_samples`` samples: a rank test on fewer samples cannot
   reach p < 0.01 for realistic shifts, and a median bootstrap on them is lumpy.
-- **Multiple comparisons.** ``alpha`` is per benchmark, with no Bonferroni/Holm correction. The
-  effect threshold, not alpha, is what keeps the family-wise false-alarm rate low: under no change
-  the interval must clear the threshold as well, which a 3% effect on ~1% noise with 30 samples
-  practically never does. A Bonferroni alpha over thousands of grid benchmarks would instead cost
-  the power to see real 5% slowdowns.
+- **Repeated looks** (adaptive rounds, :mod:`perfgate.adaptive`): with ``looks`` looks each is
+  judged at ``alpha / looks`` (Bonferroni), rank test and interval alike.
+- **Multiple benchmarks.** ``alpha`` is per benchmark, with no Bonferroni/Holm correction over
+  benchmarks: the effect threshold, not alpha, keeps the family-wise false-alarm rate low, and a
+  Bonferroni alpha over hundreds of grid benchmarks would cost the power to see 5% slowdowns.
 
 Everything is deterministic: the bootstrap is seeded, so the same files give the same verdicts.
 The settings' values live in ``[tool.perfgate]`` of pyproject.toml (:mod:`perfgate.settings`).
