@@ -97,6 +97,12 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
         help=f"pytest -m selection (default: {DEFAULT_MARKERS!r}: leaderboard and reducer groups)",
     )
     parser.add_argument(
+        "--no-warmup-pass",
+        action="store_true",
+        help="skip the short pass (min_samples rounds, discarded) that brings the GPU to its "
+        "working clocks before the measured run",
+    )
+    parser.add_argument(
         "--tag",
         metavar="NAME",
         help="a selection with its own baseline and results, <mode>-NAME.json (e.g. -m slow "
@@ -254,15 +260,26 @@ def _rounds_override(mode: str, args: argparse.Namespace) -> list[str]:
 
 
 # -- running ----------------------------------------------------------------------------------
-def run_mode(mode: str, args: argparse.Namespace) -> tuple[int, Path]:
-    """Run one mode's benchmarks; (exit code as compare's 0/1/2 or 0 on success, results path)."""
+def run_mode(
+    mode: str, args: argparse.Namespace, *, warmup_rounds: int | None = None
+) -> tuple[int, Path]:
+    """Run one mode's benchmarks; (exit code as compare's 0/1/2 or 0 on success, results path).
+
+    ``warmup_rounds``: a warm-up pass of that many rounds, its results discarded (see
+    :func:`warm_up`)."""
     paths = result_paths(args.results_dir, mode, args.tag)
     json_path = paths["json"].resolve()
+    if warmup_rounds is not None:
+        json_path = json_path.with_suffix(".warmup.json")
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.unlink(missing_ok=True)  # never compare a stale file from an earlier run
-    extra = _rounds_override(mode, args) + passthrough(args.pytest_args)
+    rounds = _rounds_override(mode, args)
+    if warmup_rounds is not None:
+        rounds = [f"--perfgate-rounds={warmup_rounds}"]
+    extra = rounds + passthrough(args.pytest_args)
     cmd = pytest_command(mode, json_path, keyword=args.keyword, markers=args.markers, extra=extra)
-    print(f"perfgate: {mode} mode: {' '.join(cmd[1:])}", flush=True)
+    what = "warm-up pass, discarded" if warmup_rounds is not None else "mode"
+    print(f"perfgate: {mode} {what}: {' '.join(cmd[1:])}", flush=True)
     env = dict(os.environ, PERFGATE_REQUIRE_GPU="1")
     rc = subprocess.run(cmd, cwd=REPO, env=env, check=False).returncode
     if rc == PYTEST_FAILED:
@@ -281,6 +298,22 @@ def run_mode(mode: str, args: argparse.Namespace) -> tuple[int, Path]:
         print(f"perfgate: {mode} mode: pytest wrote no {json_path}", file=sys.stderr)
         return 2, json_path
     return 0, json_path
+
+
+def warm_up(mode: str, args: argparse.Namespace, gate) -> int:
+    """A short pass over the selection before the measured runs, its results discarded.
+
+    Measured on the H200 (2026-12-01, three update-baselines runs of the default selection on a
+    GPU that had been idle): the first run's GEMM medians were 0.5-3% slower than the next two,
+    which agreed within 0.5%, so a pooled baseline's spread (and its threshold) was set by the
+    first run alone, and a baseline recorded as a machine's first run drifts by that much (the
+    committed m32-n2880-k512 baseline was 1.8% slow, issue 11). A pass of ``min_samples`` rounds
+    per benchmark brings the card to its working clocks for a few seconds of the default
+    selection. ``--no-warmup-pass`` skips it."""
+    if args.no_warmup_pass:
+        return 0
+    rc, _ = run_mode(mode, args, warmup_rounds=gate.stats.min_samples)
+    return rc
 
 
 def _load_result(json_path: Path, mode: str) -> dict[str, Any]:
@@ -306,6 +339,9 @@ def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
     from perfgate import baseline as bl
     from perfgate import compare
 
+    rc = warm_up(mode, args, gate)
+    if rc:
+        return rc
     rc, json_path = run_mode(mode, args)
     if rc:
         return rc
@@ -450,7 +486,7 @@ def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     try:
-        data = _record_runs(mode, args, runs)
+        data = _record_runs(mode, args, runs, gate)
     except _RunFailed as exc:
         print(f"{prog}: {mode}: {exc}; baseline unchanged", file=sys.stderr)
         return exc.code
@@ -483,11 +519,14 @@ class _RunFailed(Exception):
         self.code = code
 
 
-def _record_runs(mode: str, args: argparse.Namespace, runs: int) -> dict[str, Any]:
+def _record_runs(mode: str, args: argparse.Namespace, runs: int, gate) -> dict[str, Any]:
     """``runs`` independent runs (separate pytest processes), pooled (perfgate.baseline)."""
     from perfgate import baseline as bl
 
     recorded = []
+    rc = warm_up(mode, args, gate)
+    if rc:
+        raise _RunFailed("the warm-up pass failed", rc)
     for i in range(runs):
         rc, json_path = run_mode(mode, args)
         if rc:

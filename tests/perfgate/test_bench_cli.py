@@ -230,7 +230,10 @@ def test_update_isa_delegates_to_the_isa_gate(monkeypatch, tmp_path):
 
 def test_update_pools_independent_runs_and_records_their_spread(fake_gpu):
     assert main(["update-baselines", *fake_gpu["dirs"]]) == 0
-    assert len(fake_gpu["commands"]) == 3  # baseline_runs = 3 separate pytest processes
+    # a warm-up pass (min_samples rounds, discarded), then baseline_runs = 3 pytest processes
+    warmup, *runs = fake_gpu["commands"]
+    assert "--perfgate-rounds=10" in warmup and any(a.endswith(".warmup.json") for a in warmup)
+    assert len(runs) == 3 and not any("--perfgate-rounds=10" in c for c in runs)
     written = load(fake_gpu["tmp"] / "pb" / "nvidia-h200" / "device.json")
     for bench_ in written["benchmarks"]:
         runs = bench_["extra_info"]["perfgate_runs"]
@@ -279,7 +282,7 @@ def test_bench_gives_an_inconclusive_benchmark_more_rounds(fake_gpu):
     # NAMES[0] 2.5% slower: near the 2% floor, so more rounds decide it; NAMES[1] unchanged
     fake_gpu["factor"] = lambda name, run: 1.025 if name == NAMES[0] else 1.0
     code = main(["bench", "--rounds-device", "20", *fake_gpu["dirs"]])
-    reruns = fake_gpu["commands"][n_base + 1 :]
+    reruns = fake_gpu["commands"][n_base + 2 :]  # after the warm-up pass and the first run
     report = json.loads((fake_gpu["tmp"] / "results" / "device.compare.json").read_text())
     rows = {b["name"]: b for b in report["benchmarks"]}
     assert rows[NAMES[1]]["looks"] == 1 and rows[NAMES[1]]["n_current"] == 20
@@ -299,3 +302,9 @@ def test_a_tagged_selection_has_its_own_baseline(fake_gpu, capsys):
     assert (fake_gpu["tmp"] / "results" / "device-grid.compare.json").is_file()
     assert main(["bench", "--tag", "../x", *fake_gpu["dirs"]]) == 2
     assert "--tag must be" in capsys.readouterr().err
+
+
+def test_no_warmup_pass_skips_it(fake_gpu):
+    assert main(["update-baselines", "--runs", "2", "--no-warmup-pass", *fake_gpu["dirs"]]) == 0
+    assert len(fake_gpu["commands"]) == 2
+    assert not any("--perfgate-rounds=10" in c for c in fake_gpu["commands"])
