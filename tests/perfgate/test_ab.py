@@ -206,3 +206,42 @@ def test_ab_report_has_compare_shape(tmp_path, monkeypatch):
     assert "uncommitted" in report["summary"]["current"]
     assert (tmp_path / "ab.md").read_text().startswith("### perfgate FAIL")
     assert adaptive.schedule(20, gate.stats.looks)[0] == 20
+
+
+@needs_git
+def test_ab_run_end_to_end_with_fake_workers(tmp_path, monkeypatch):
+    # everything but the GPU: the worktree of the base, the per-side builds and workers, the
+    # interleaved adaptive rounds, the reports; the head's benchmark is 4% slower
+    from argparse import Namespace
+
+    from perfgate import fingerprint, settings
+
+    roots, built = {}, []
+
+    class Side(FakeSide):
+        def __init__(self, label, root, env):
+            roots[label] = (root, env)
+            factors = {n: 1.04 for n in names} if label == "head" else {}
+            super().__init__(label, factors, seed=len(roots))
+            self.reducer_backend = "native"
+
+        def close(self):
+            self.closed = True
+
+    names = [c["name"] for c in ab.cases(keyword="m16-n2112-k7168")]
+    monkeypatch.setattr(interleave, "SideProcess", Side)
+    monkeypatch.setattr(ab, "build", lambda root, cache, label: built.append((label, cache)))
+    monkeypatch.setattr(fingerprint, "collect", lambda: {"device_key": "nvidia-h200"})
+    gate = settings.load(overrides={"n_resamples": 500, "rounds.device": 20})
+    args = Namespace(base="HEAD", head=None, groups="leaderboard", keyword="m16-n2112-k7168",
+                     results_dir=tmp_path, json_out=None, markdown_out=None)  # fmt: skip
+    assert ab.run(args, gate) == 1
+    report = json.loads((tmp_path / "ab.json").read_text())
+    assert [(b["name"], b["verdict"]) for b in report["benchmarks"]] == [(names[0], "regression")]
+    base_root, base_env = roots["base"]
+    assert base_root.name.startswith("rev-") and not base_root.exists()  # worktree removed
+    assert base_env["MXFP4_CACHE_DIR"].endswith("cache-base")  # the base's own reducer cache
+    assert roots["head"][0] == ab.REPO and roots["head"][1] == {}
+    assert [label for label, _ in built] == ["base", "head"]
+    samples = json.loads((tmp_path / "ab.samples.json").read_text())
+    assert len(samples["base_samples"][names[0]]) == len(samples["head_samples"][names[0]])
