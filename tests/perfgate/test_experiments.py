@@ -102,3 +102,39 @@ def test_bad_levels_are_refused(text):
 def test_experiment_refuses_bad_runs(capsys):
     assert main(["experiment", "--runs", "1"]) == 2
     assert "--runs must be >= 2" in capsys.readouterr().err
+
+
+def test_a_session_end_to_end_with_fake_workers(monkeypatch, tmp_path):
+    # two fake workers: A plain, B plain and injected (the variant's level as its slowdown)
+    from perfgate import interleave
+
+    prepared = []
+
+    class Side:
+        def __init__(self, label, root, env=None):
+            self.label, self.rng = label, np.random.default_rng(len(prepared))
+            self.reducer_backend = None
+
+        def ask(self, req):
+            if req["op"] == "prepare":
+                prepared.append((self.label, [c["name"] for c in req["cases"]], req["levels"]))
+                return {"ok": True, "cases": {}}
+            slow = 1.0 if req["variant"] == "plain" else 1 + float(req["variant"])
+            noise = 1 + 0.004 * self.rng.standard_normal(req["rounds"])
+            return {"ok": True, "samples": list(1e-5 * slow * noise)}
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(interleave, "SideProcess", Side)
+    selected = [{"name": "x"}, {"name": "y"}]
+    trials = experiments.run_session(0, selected, (0.03, 0.1), FAST, TOTALS, trials=2)
+    # one case at a time on each worker, B with the levels
+    assert prepared == [("A", ["x"], []), ("B", ["x"], [0.03, 0.1]),
+                        ("A", ["y"], []), ("B", ["y"], [0.03, 0.1])]  # fmt: skip
+    assert [(t.case, t.index) for t in trials] == [("x", 0), ("x", 1), ("y", 0), ("y", 1)]
+    for t in trials:
+        assert set(t.b) == {"plain", "0.03", "0.1"}
+        assert len(t.a_plain) >= max(len(v) for v in t.b.values()) >= TOTALS[0]
+    sizes = experiments.true_sizes(trials)
+    assert sizes[(0, "x")]["0.1"] == pytest.approx(0.1, abs=0.01)
