@@ -87,7 +87,7 @@ def test_float_keys_accept_integers_and_stay_floats(tmp_path):
         ("seed = 0", "seed = 0\nmin_efect = 0.03", "unknown key min_efect; known: alpha, "),
         ("device = 200", "device = 200\nsmoke = 3", "unknown key rounds.smoke"),
         ("seed = 0", None, "[tool.perfgate] lacks seed (int, >= 0)"),
-        ("leaderboard = 100", None, "lacks rounds.leaderboard"),
+        ("leaderboard = 300", None, "lacks rounds.leaderboard"),
         ("[tool.perfgate.isa]", "[tool.perfgate_isa]", "lacks isa.vgpr_tolerance_abs"),
         ("[tool.perfgate.rounds]", "rounds = 3\n[tool.perfgate_rounds]", "rounds must be a table"),
         ("alpha = 0.01 ", "alpha = = 0.01 ", "not valid TOML"),
