@@ -276,3 +276,18 @@ def test_gate_without_a_baseline_says_how_to_record_one(tmp_path, capsys, monkey
     path = tmp_path / clean["device_key"] / host.BASELINE_NAME
     assert main(["host", "--json", str(path)]) == 0
     assert main(["host", "--gate", "--baselines-dir", str(tmp_path)]) == 0
+
+
+def test_a_lost_launch_cache_fails(monkeypatch, clean):
+    """The launcher's most common regression: every call validated and bound again."""
+
+    class Forgetful(dict):
+        def __setitem__(self, key, value):  # the binding is made, never kept
+            pass
+
+    monkeypatch.setattr(gemm, "_BOUND", Forgetful())
+    failures, _ = host.compare(clean, host.collect([SMALL, SPLIT]))
+    grown = {line.split(" per call at ")[1] for line in failures if " python_calls " in line}
+    assert "gemm.custom_kernel > gemm.gemm_a16wfp4 > gemm._validate" in grown
+    # the split-K workspace is allocated again on every call: an allocation the baseline lacks
+    assert any(f.startswith(f"{SPLIT.id}: allocations 0 -> 1") for f in failures), failures
