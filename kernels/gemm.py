@@ -187,6 +187,7 @@ def _device_index(device: torch.device) -> int | None:
 
 
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+_capturing = torch.cuda.is_current_stream_capturing
 
 
 class _Bound:
@@ -263,14 +264,22 @@ class _Bound:
         """Where the GEMM writes (``out``, or this stream's partials) and the reduction."""
         if self.plan.splits == 1:
             return out, None
+        if not self.interpreted and _capturing():
+            # A graph gets partials of its own, from its private pool: torch.cuda.graph captures
+            # every graph on one shared side stream, so a per-stream workspace would be shared
+            # by graphs that may later replay concurrently on different streams.
+            return self._workspace(out)
         entry = self.workspaces.get(stream)
         if entry is None:
-            from kernels.splitk import bind_reducer
-
-            m, n = self.out_shape
-            ws = torch.empty((self.plan.splits, m, n), dtype=torch.float32, device=self.device)
-            entry = self.workspaces[stream] = (ws, bind_reducer(ws, out, self.ldo))
+            entry = self.workspaces[stream] = self._workspace(out)
         return entry
+
+    def _workspace(self, out):
+        from kernels.splitk import bind_reducer
+
+        m, n = self.out_shape
+        ws = torch.empty((self.plan.splits, m, n), dtype=torch.float32, device=self.device)
+        return ws, bind_reducer(ws, out, self.ldo)
 
     def _launch_jit(self, a, b, bs, c) -> None:
         from kernels._gemm_kernel import gemm_a16wfp4_kernel

@@ -378,3 +378,33 @@ def test_a_bound_launch_revalidates_what_it_relies_on(device):
     wide = torch.zeros(2, 64, dtype=torch.bfloat16, device=device)[:, :32]  # row stride 64: fine
     assert gemm_a16wfp4(a, b, s, out=wide) is wide
     torch.testing.assert_close(wide, gemm_a16wfp4(a, b, s), rtol=0, atol=0)
+
+
+@pytest.mark.gpu
+def test_captured_split_k_graphs_own_their_partials():
+    # torch.cuda.graph captures every graph on one shared side stream: a workspace cached per
+    # stream would be shared by two graphs, and replaying them on two streams at once would mix
+    # their partials. Each captured graph must get partials of its own.
+    m, n, k = 16, 2112, 7168  # split-K on every target
+    cfg = GemmConfig(16, 128, 512, split_k=7)
+    inputs = [generate_input(m, n, k, seed=s, device="cuda") for s in (1, 2)]
+    refs = [reference_gemm(d[0], d[3], d[4]) for d in inputs]
+    outs = [torch.empty_like(r) for r in refs]
+    graphs = []
+    for d, o in zip(inputs, outs, strict=True):
+        gemm_a16wfp4(d[0], d[3], d[4], config=cfg, out=o)  # compile outside the capture
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            gemm_a16wfp4(d[0], d[3], d[4], config=cfg, out=o)
+        graphs.append(g)
+    for o in outs:
+        o.fill_(float("nan"))
+    streams = [torch.cuda.Stream() for _ in graphs]
+    for _ in range(20):  # concurrent replays: shared partials would race
+        for g, s in zip(graphs, streams, strict=True):
+            with torch.cuda.stream(s):
+                g.replay()
+    torch.cuda.synchronize()
+    for o, r in zip(outs, refs, strict=True):
+        assert check_leaderboard(o, r), "a graph's output used another graph's partials"
