@@ -227,6 +227,15 @@ KEYS: tuple[Key, ...] = (
         "relative VGPR growth allowed per entry (see vgpr_tolerance_abs)",
         ISA,
     ),
+    Key(
+        "isa.valu_tolerance_rel",
+        float,
+        lambda v: 0 <= v < 1,
+        "a fraction in [0, 1)",
+        "growth of an entry's vector instructions per wave (static cost) allowed, as a fraction "
+        "of the baseline",
+        ISA,
+    ),
 )
 KEYS_BY_NAME: Mapping[str, Key] = MappingProxyType({k.name: k for k in KEYS})
 _SECTIONS = frozenset(k.name.split(".")[0] for k in KEYS if "." in k.name)
@@ -249,19 +258,26 @@ class IsaTolerances:
 
     vgpr_tolerance_abs: int
     vgpr_tolerance_rel: float
+    # The table always gives it; a direct construction without it (tests) gates VALU strictly.
+    valu_tolerance_rel: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("vgpr_tolerance_abs", "vgpr_tolerance_rel"):
+        for name in ("vgpr_tolerance_abs", "vgpr_tolerance_rel", "valu_tolerance_rel"):
             key(f"isa.{name}").check(getattr(self, name), label=name)
 
     def vgpr(self, baseline_vgpr: int) -> float:
         """VGPRs an entry with ``baseline_vgpr`` may grow by and still pass."""
         return max(self.vgpr_tolerance_abs, self.vgpr_tolerance_rel * baseline_vgpr)
 
+    def valu(self, baseline_valu: int) -> float:
+        """Vector instructions per wave an entry with ``baseline_valu`` may grow by and pass."""
+        return self.valu_tolerance_rel * baseline_valu
+
     def describe(self) -> str:
         return (
             f"vgpr_tolerance_abs={self.vgpr_tolerance_abs:g}, "
-            f"vgpr_tolerance_rel={self.vgpr_tolerance_rel:g}"
+            f"vgpr_tolerance_rel={self.vgpr_tolerance_rel:g}, "
+            f"valu_tolerance_rel={self.valu_tolerance_rel:g}"
         )
 
 
@@ -283,6 +299,7 @@ class GateSettings:
         out.update({f"rounds.{mode}": n for mode, n in self.rounds.items()})
         out["isa.vgpr_tolerance_abs"] = self.isa.vgpr_tolerance_abs
         out["isa.vgpr_tolerance_rel"] = self.isa.vgpr_tolerance_rel
+        out["isa.valu_tolerance_rel"] = self.isa.valu_tolerance_rel
         out["baseline_runs"] = self.baseline_runs
         return out
 
@@ -434,6 +451,7 @@ def _build(values: Mapping[str, int | float], source: str) -> GateSettings:
         isa=IsaTolerances(
             vgpr_tolerance_abs=int(values["isa.vgpr_tolerance_abs"]),
             vgpr_tolerance_rel=float(values["isa.vgpr_tolerance_rel"]),
+            valu_tolerance_rel=float(values["isa.valu_tolerance_rel"]),
         ),
         source=source,
         baseline_runs=int(values["baseline_runs"]),

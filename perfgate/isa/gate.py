@@ -4,7 +4,9 @@ Rules (docs/isa.md explains why):
 - regression: an entry missing from the current report; more spills; more scratch; lower
   occupancy; VGPR growth above ``max(vgpr_tolerance_abs, vgpr_tolerance_rel * baseline)`` (both
   in ``[tool.perfgate.isa]`` of pyproject.toml, :mod:`perfgate.settings`); a wanted instruction
-  family (:data:`perfgate.isa.metrics.WANTED_FAMILIES`) whose count fell from > 0 to 0.
+  family (:data:`perfgate.isa.metrics.WANTED_FAMILIES`) whose count fell from > 0 to 0;
+  ``valu_per_wave`` (the static cost, docs/isa.md) growing by more than ``valu_tolerance_rel`` x
+  baseline, where both reports have it.
 - improvement: the opposite moves. Everything else that changed (SGPRs, LDS bytes, single
   mnemonic counts, new entries) is reported and does not fail.
 - unusable input (missing or corrupt file, wrong schema or target) raises :class:`IsaReportError`.
@@ -30,7 +32,17 @@ NEW = "new (not gated)"
 SKIPPED = "not checked"
 
 _INT_FIELDS = ("vgpr", "spills", "lds_bytes", "scratch_bytes", "occupancy")
-_OPTIONAL_INT_FIELDS = ("agpr", "sgpr", "num_warps", "num_stages")
+_OPTIONAL_INT_FIELDS = (
+    "agpr",
+    "sgpr",
+    "num_warps",
+    "num_stages",
+    # the static cost (perfgate.isa.collect.COST_FIELDS): null where unknown
+    "valu_per_wave",
+    "instrs_per_wave",
+    "mfma_per_wave",
+    "workgroups",
+)
 
 
 class IsaReportError(ValueError):
@@ -174,7 +186,21 @@ def _compare_entry(
         row("vgpr", f"{CHANGED} (within +{allowed:g})")
     elif grew < 0:
         row("vgpr", IMPROVED)
+    # Vector instructions per wave (static cost): growth beyond the tolerance is extra work every
+    # wave issues, e.g. a per-element operation added to the quantizer.
+    base_valu, cur_valu = base.get("valu_per_wave"), cur.get("valu_per_wave")
+    if base_valu is not None and cur_valu is not None and cur_valu != base_valu:
+        allowed_valu = tolerances.valu(base_valu)
+        if cur_valu - base_valu > allowed_valu:
+            row("valu_per_wave", REGRESSION)
+        elif cur_valu > base_valu:
+            row("valu_per_wave", f"{CHANGED} (within +{allowed_valu:g})")
+        else:
+            row("valu_per_wave", IMPROVED)
     for field in ("agpr", "sgpr", "lds_bytes", "num_warps", "num_stages"):
+        if cur.get(field) != base.get(field):
+            row(field, CHANGED)
+    for field in ("instrs_per_mfma", "workgroups", "grid_fill"):
         if cur.get(field) != base.get(field):
             row(field, CHANGED)
     base_fam = metrics.family_counts(target, base["instructions"])
@@ -281,8 +307,8 @@ def render(comparison: Comparison, *, target: str, n_entries: int, console: Any)
         console.print(
             Text(
                 f"isa {target} gate settings: {comparison.tolerances.describe()} (VGPR growth "
-                "allowed: max(abs, rel x baseline)); any more spills or scratch, lower "
-                "occupancy or a lost wanted family fails",
+                "allowed: max(abs, rel x baseline); VALU per wave: rel x baseline); any more "
+                "spills or scratch, lower occupancy or a lost wanted family fails",
                 style="dim",
             )
         )

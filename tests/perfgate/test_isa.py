@@ -618,3 +618,98 @@ def test_cost_fields_need_a_workload():
     # sm90: the fill only (SASS has no per-wave count here)
     fields = collect.cost_fields(get_target("sm90"), None, {"k_steps": 2, "workgroups": 66})
     assert fields["grid_fill"] == 0.5 and fields["valu_per_wave"] is None
+
+
+_PLAIN_PROVIDER = """
+from kernels import gemm
+from kernels.configs import select_config
+from kernels.device import MI355X
+
+SHAPE = (32, 4096, 512)  # a ranked shape: the tuned gfx950 config, 157 vector instructions/wave
+
+
+def compile_specs(target):
+    return [gemm.compile_spec(select_config(*SHAPE, MI355X), target, SHAPE)]
+
+
+static_workload = gemm.static_workload
+"""
+
+# The same GEMM spec with one more per-element operation in the quantizer's block maximum: the
+# per-element NaN select issue 14 removed (a compare and a select on every element of A). It
+# adds 41 vector instructions per wave at 32x4096x512 (157 -> 198), far past the 3% tolerance.
+# (Cheaper injections can vanish: an XOR folds into gfx950's 3-input v_bitop3 with the AND, and
+# an add commutes with the max, so LLVM moves it after the reduction.)
+_INJECTED_PROVIDER = """
+import triton
+import triton.language as tl
+
+import kernels._quant as quant
+from plain_provider import compile_specs, static_workload  # noqa: F401
+
+
+@triton.jit
+def block_abs_max(x, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+    bits = x.to(tl.uint16, bitcast=True) & 0x7FFF
+    bits = tl.where(bits > 0x7F80, 0, bits)
+    return tl.max(tl.reshape(bits, (BLOCK_M, BLOCK_K // 32, 32)), axis=2).to(tl.int32)
+
+
+quant.block_abs_max = block_abs_max  # quantize_tile resolves it when the GEMM compiles
+"""
+
+
+@pytest.mark.slow
+def test_gate_catches_an_injected_per_element_operation(tmp_path):
+    (tmp_path / "plain_provider.py").write_text(_PLAIN_PROVIDER)
+    (tmp_path / "injected_provider.py").write_text(_INJECTED_PROVIDER)
+    env = _env()
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "triton-cache")
+
+    def isa(provider: str, *args: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "perfgate", "isa", "--target", "gfx950", "--skip-native"]
+        cmd += ["--jobs", "1", "--providers", provider, *args]
+        return subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+    base = tmp_path / "base.json"
+    made = isa("plain_provider", "--json", str(base))
+    assert made.returncode == 0, made.stderr
+    (entry,) = json.loads(base.read_text())["entries"].values()
+    assert entry["valu_per_wave"] > 0 and entry["workgroups"] == 256
+    assert isa("plain_provider", "--check", str(base)).returncode == 0  # deterministic
+    injected = isa("injected_provider", "--check", str(base))
+    assert injected.returncode == 1, injected.stdout + injected.stderr
+    assert re.search(r"valu_per_wave[^\n]*REGRESSION", injected.stdout), injected.stdout
+    assert "1 regression(s)" in injected.stdout  # the VALU rule alone: no spill, VGPR or family
+
+
+@pytest.mark.parametrize(
+    ("baseline_valu", "current_valu", "verdict"),
+    [
+        (200, 206, "changed (within +6)"),  # 3% of 200: the edge still passes
+        (200, 207, gate.REGRESSION),  # one more instruction per wave than that fails
+        (200, 150, gate.IMPROVED),
+        (None, 150, None),  # a baseline without the figure (older report): not compared
+        (200, None, None),  # nor a current entry without it (an sm90 or reducer entry)
+    ],
+)
+def test_valu_per_wave_is_gated_with_the_settings_tolerance(
+    gfx950_report, baseline_valu, current_valu, verdict
+):
+    from perfgate.settings import defaults
+
+    assert defaults().isa.valu_tolerance_rel == 0.03  # [tool.perfgate.isa] of pyproject.toml
+    baseline, current = copy.deepcopy(gfx950_report), copy.deepcopy(gfx950_report)
+    baseline["entries"][DOT]["valu_per_wave"] = baseline_valu
+    current["entries"][DOT]["valu_per_wave"] = current_valu
+    gate.validate(baseline)  # the cost fields are ints or null
+    rows = [r for r in gate.compare(baseline, current).rows if r.metric == "valu_per_wave"]
+    assert [r.verdict for r in rows] == ([] if verdict is None else [verdict])
+
+
+def test_cost_fields_must_be_ints_or_null(gfx950_report):
+    bad = copy.deepcopy(gfx950_report)
+    bad["entries"][DOT]["valu_per_wave"] = -3
+    with pytest.raises(gate.IsaReportError, match="'valu_per_wave' must be null or an int >= 0"):
+        gate.validate(bad)
