@@ -187,7 +187,11 @@ def _device_index(device: torch.device) -> int | None:
 
 
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
-_capturing = torch.cuda.is_current_stream_capturing
+# the C entry points: one call each on the hot path (the host-path gate counts calls)
+_capturing = (
+    getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+    or torch.cuda.is_current_stream_capturing
+)
 
 
 class _Bound:
