@@ -224,13 +224,20 @@ def isa(session: nox.Session) -> None:
         )
 
 
+def _skip_without_gpu(session: nox.Session, name: str) -> None:
+    """Before anything is installed: no GPU skips the session (exit 0), or fails it where the
+    job demands a GPU (PERFGATE_REQUIRE_GPU), so a GPU job never passes by measuring nothing."""
+    if _has_gpu():
+        return
+    if os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0"):
+        session.error(_no_gpu_message(name) + " (PERFGATE_REQUIRE_GPU is set)")
+    session.skip(_no_gpu_message(name))
+
+
 @nox.session(venv_params=EMPTY_VENV)
 def bench(session: nox.Session) -> None:
     """Benchmark on this GPU and gate against this device's stored baseline (no GPU: exit 0)."""
-    if not _has_gpu():
-        if os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0"):
-            session.error(_no_gpu_message("bench") + " (PERFGATE_REQUIRE_GPU is set)")
-        session.skip(_no_gpu_message("bench"))
+    _skip_without_gpu(session, "bench")
     env = shared_env(session, "test", "perf")
     env.run(session, "python", "-m", "perfgate", "bench", *session.posargs)
 
@@ -248,10 +255,7 @@ def host(session: nox.Session) -> None:
 def ab(session: nox.Session) -> None:
     """The head against a base revision, measured interleaved on this GPU in one job
     (``nox -s ab -- --base origin/main``; no GPU: exit 0 unless PERFGATE_REQUIRE_GPU)."""
-    if not _has_gpu():
-        if os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0"):
-            session.error(_no_gpu_message("ab") + " (PERFGATE_REQUIRE_GPU is set)")
-        session.skip(_no_gpu_message("ab"))
+    _skip_without_gpu(session, "ab")
     env = shared_env(session, "test", "perf")
     env.run(session, "python", "-m", "perfgate", "ab", *session.posargs)
 

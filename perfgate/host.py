@@ -507,16 +507,10 @@ def host_delay_seconds(environ: Any = None) -> float:
     """The host slowdown asked for with ``MXFP4_BENCH_INJECT_HOST_US`` (µs per call; 0 unset)."""
     import os
 
-    raw = (os.environ if environ is None else environ).get(INJECT_HOST_ENV, "").strip()
-    if not raw:
-        return 0.0
-    try:
-        value = float(raw)
-    except ValueError:
-        raise ValueError(f"{INJECT_HOST_ENV} must be microseconds such as 5, got {raw!r}") from None
-    if not 0.0 <= value < 1e6:
-        raise ValueError(f"{INJECT_HOST_ENV} must be in [0, 1e6) microseconds, got {raw!r}")
-    return value / 1e6
+    from perfgate.timing import env_number
+
+    environ = os.environ if environ is None else environ
+    return env_number(environ, INJECT_HOST_ENV, "microseconds such as 5", 1e6) / 1e6
 
 
 def with_host_delay(fn: Callable[..., Any], seconds: float) -> Callable[..., Any]:

@@ -208,18 +208,24 @@ class CacheFlush:
         self._buffer.fill_(self._count)
 
 
-def slowdown_fraction(environ: Mapping[str, str] = os.environ) -> float:
-    """The injected slowdown asked for with ``MXFP4_BENCH_INJECT_SLOWDOWN`` (0 when unset)."""
-    raw = environ.get(INJECT_ENV, "").strip()
+def env_number(environ: Mapping[str, str], name: str, example: str, upper: float) -> float:
+    """The number in environment variable ``name``, in [0, upper) (0 when unset or blank); a
+    one-line error naming the variable, with ``example``, for anything else."""
+    raw = environ.get(name, "").strip()
     if not raw:
         return 0.0
     try:
         value = float(raw)
     except ValueError:
-        raise ValueError(f"{INJECT_ENV} must be a fraction such as 0.05, got {raw!r}") from None
-    if not 0.0 <= value < 1.0 or not math.isfinite(value):
-        raise ValueError(f"{INJECT_ENV} must be in [0, 1), got {raw!r}")
+        raise ValueError(f"{name} must be {example}, got {raw!r}") from None
+    if not 0.0 <= value < upper:  # also refuses nan
+        raise ValueError(f"{name} must be in [0, {upper:g}), got {raw!r}")
     return value
+
+
+def slowdown_fraction(environ: Mapping[str, str] = os.environ) -> float:
+    """The injected slowdown asked for with ``MXFP4_BENCH_INJECT_SLOWDOWN`` (0 when unset)."""
+    return env_number(environ, INJECT_ENV, "a fraction such as 0.05", 1.0)
 
 
 def pass_bytes(
