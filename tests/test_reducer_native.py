@@ -232,16 +232,7 @@ def test_build_then_up_to_date_then_loadable_manifest(tmp_path, monkeypatch):
     assert native.locate("sm90", tmp_path) == library
 
     # The C launcher's own argument checks answer before any GPU call, so they run here too.
-    reducer = native.load("sm90", tmp_path)
-    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
-        reducer(0, 0, 0, 1, 1, 1, 0)  # S = 0
-    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
-        reducer(0, 0, 2, 3, 4, 3, 0)  # row stride < N
-    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
-        reducer(0, 0, 2, 1 << 16, 1 << 15, 1 << 15, 0)  # M * N = 2**31
-    with pytest.raises(RuntimeError, match=r"code -2\): null pointer"):
-        reducer(0, 0, 2, 1, 1, 1, 0)
-    reducer(0, 0, 2, 0, 5, 5, 0)  # M = 0: nothing to do, nothing launched
+    _assert_launcher_checks(native.load("sm90", tmp_path))
 
     # Same inputs: nothing is compiled again.
     mtime = library.stat().st_mtime_ns
@@ -391,17 +382,22 @@ def test_host_build_bitexact_on_arbitrary_fp32_bits(host_reducer, s, bits):
     assert bf16_mismatch(out, splitk.reduce_partials_reference(partials)) is None
 
 
+def _assert_launcher_checks(reducer) -> None:
+    """The C launcher's argument checks (reducer(partials, out, S, M, N, ldo, stream))."""
+    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
+        reducer(0, 0, 0, 1, 1, 1, 0)  # S = 0
+    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
+        reducer(0, 0, 2, 3, 4, 3, 0)  # row stride < N
+    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
+        reducer(0, 0, 2, 1 << 16, 1 << 15, 1 << 15, 0)  # M * N = 2**31
+    with pytest.raises(RuntimeError, match=r"code -2\): null pointer"):
+        reducer(0, 0, 2, 1, 1, 1, 0)
+    reducer(0, 0, 2, 0, 5, 5, 0)  # M = 0: nothing to do, nothing launched
+
+
 def test_host_build_argument_checks(host_reducer):
     # The C launcher's own checks, in the same library code the GPU build runs.
-    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
-        host_reducer(0, 0, 0, 1, 1, 1, 0)  # S = 0
-    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
-        host_reducer(0, 0, 2, 3, 4, 3, 0)  # row stride < N
-    with pytest.raises(RuntimeError, match=r"code -1\): invalid sizes"):
-        host_reducer(0, 0, 2, 1 << 16, 1 << 15, 1 << 15, 0)  # M * N = 2**31
-    with pytest.raises(RuntimeError, match=r"code -2\): null pointer"):
-        host_reducer(0, 0, 2, 1, 1, 1, 0)
-    host_reducer(0, 0, 2, 0, 5, 5, 0)  # M = 0: nothing to do, nothing launched
+    _assert_launcher_checks(host_reducer)
 
 
 def test_host_build_compiles_the_one_source():
