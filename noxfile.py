@@ -248,7 +248,9 @@ def host(session: nox.Session) -> None:
     calls per call against perf_baselines/<device-key>/host_counts.json (a CPU: the
     interpreter's, launches stubbed)."""
     env = shared_env(session, "test", "perf")
-    env.run(session, "python", "-m", "perfgate", "host", "--gate", *session.posargs)
+    # gate by default; `nox -s host -- --update` records this device's counts instead
+    gate = [] if {"--update", "--check"} & set(session.posargs) else ["--gate"]
+    env.run(session, "python", "-m", "perfgate", "host", *gate, *session.posargs)
 
 
 @nox.session(venv_params=EMPTY_VENV)

@@ -394,6 +394,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if "triton" not in sys.modules and not _has_gpu():
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton loads: the CPU counts
+    if args.update and (args.gate or args.check is not None):
+        print("perfgate host: error: --update records a baseline; it cannot also compare with one "
+              "(drop --gate/--check)", file=sys.stderr)  # fmt: skip
+        return 2
     try:
         baseline = None
         if args.check is not None:
@@ -404,12 +408,16 @@ def _run(args: argparse.Namespace) -> int:
             if not path.is_file():
                 raise CountError(
                     f"no host count baseline for device {current['device_key']!r} ({path}); "
-                    f"record one with `python -m perfgate host --json {path}` and commit it"
+                    "record one with `python -m perfgate host --update` and commit it"
                 )
             baseline = load(path)
         _print_totals(current)
         if args.json_out:
             atomic.write_json(args.json_out, current)
+        if args.update:
+            path = Path(args.baselines_dir) / current["device_key"] / BASELINE_NAME
+            atomic.write_json(path, current)
+            print(f"perfgate host: wrote {path}; commit it")
         if baseline is None:
             return 0
         failures, improvements = compare(baseline, current)
@@ -453,6 +461,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="root of the per-device baselines (default: perf_baselines in the repository)",
     )
     parser.add_argument("--json", dest="json_out", metavar="OUT", help="write the counts as JSON")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help=f"record this device's <baselines-dir>/<device-key>/{BASELINE_NAME} (commit it)",
+    )
     parser.set_defaults(func=_run)
 
 

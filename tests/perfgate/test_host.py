@@ -272,10 +272,18 @@ def test_gate_without_a_baseline_says_how_to_record_one(tmp_path, capsys, monkey
     assert main(["host", "--gate", "--baselines-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert f"no host count baseline for device {clean['device_key']!r}" in err
-    assert "python -m perfgate host --json" in err
+    assert "python -m perfgate host --update" in err
+    assert main(["host", "--update", "--baselines-dir", str(tmp_path)]) == 0
     path = tmp_path / clean["device_key"] / host.BASELINE_NAME
-    assert main(["host", "--json", str(path)]) == 0
+    assert host.load(path) == clean  # exactly what was counted
     assert main(["host", "--gate", "--baselines-dir", str(tmp_path)]) == 0
+
+
+def test_update_refuses_to_compare_too(tmp_path, capsys, monkeypatch, clean):
+    monkeypatch.setattr(host, "collect", lambda: clean)
+    assert main(["host", "--update", "--gate", "--baselines-dir", str(tmp_path)]) == 2
+    assert "--update records a baseline" in capsys.readouterr().err
+    assert not any(tmp_path.iterdir())  # nothing written
 
 
 def test_a_lost_launch_cache_fails(monkeypatch, clean):
