@@ -20,7 +20,13 @@ import math
 
 from kernels import _configs_amd, _configs_nvidia
 from kernels.device import DeviceInfo, device_info
-from kernels.gemm_config import GemmConfig, effective_splits, k_per_split
+from kernels.gemm_config import (
+    GemmConfig,
+    effective_splits,
+    k_per_split,
+    output_tiles,
+    workgroups,
+)
 from kernels.reducer.native import SPECIALISED_SPLITS as _SPLITS
 from kernels.targets import TARGETS, target_for_arch
 
@@ -74,11 +80,6 @@ def default_num_warps(block_m: int, block_n: int) -> int:
     return 8 if block_m * block_n >= 128 * 128 or block_n >= 256 else 4
 
 
-def workgroups(m: int, n: int, k: int, cfg: GemmConfig) -> int:
-    """Programs in the launch grid of ``cfg`` for (M, N, K): M tiles x N tiles x splits."""
-    return math.ceil(m / cfg.block_m) * math.ceil(n / cfg.block_n) * effective_splits(k, cfg)
-
-
 def model_cost(m: int, n: int, k: int, cfg: GemmConfig, cus: int) -> float:
     """Modelled time in byte-equivalents at full HBM bandwidth (lower is better).
 
@@ -117,7 +118,7 @@ def model_config(m: int, n: int, k: int, cus: int, *, min_block_m: int = 16) -> 
     """
     best: tuple[float, int, GemmConfig] | None = None
     for bm, bn, bk in _candidates(m, min_block_m):
-        unsplit = math.ceil(m / bm) * math.ceil(n / bn)
+        unsplit = output_tiles(m, n, GemmConfig(bm, bn, bk))
         max_split = max(1, min(16, math.ceil(k / bk)))
         for split in range(1, max_split + 1):
             cfg = GemmConfig(bm, bn, bk, split_k=split, num_warps=default_num_warps(bm, bn))

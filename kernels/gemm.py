@@ -28,7 +28,13 @@ from kernels.device import (
     device_info,
     interpret_mode,
 )
-from kernels.gemm_config import GemmConfig, effective_splits, k_per_split
+from kernels.gemm_config import (
+    GemmConfig,
+    effective_splits,
+    k_per_split,
+    output_tiles,
+    workgroups,
+)
 from kernels.layout import padded_scale_shape
 from kernels.mxfp4 import as_uint8
 from kernels.quant import quant_impl
@@ -67,7 +73,7 @@ def _kernel_constexprs(
 @functools.cache
 def _plan(m: int, n: int, k: int, cfg: GemmConfig, info: DeviceInfo) -> _Plan:
     splits = effective_splits(k, cfg)
-    grid = (math.ceil(m / cfg.block_m) * math.ceil(n / cfg.block_n), splits)
+    grid = (output_tiles(m, n, cfg), splits)
     constexprs = _kernel_constexprs(cfg, splits, quant_impl(info), k, compiled=not interpret_mode())
     options: dict[str, Any] = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
     if info.vendor == "amd" and not interpret_mode():
@@ -445,18 +451,17 @@ def static_workload(config: dict[str, Any]) -> dict[str, int] | None:
     m, n, k = config["m"], config["n"], config["k"]
     return {
         "k_steps": math.ceil(k_per_split(k, cfg) / cfg.block_k),
-        "workgroups": math.ceil(m / cfg.block_m)
-        * math.ceil(n / cfg.block_n)
-        * effective_splits(k, cfg),
+        "workgroups": workgroups(m, n, k, cfg),
     }
 
 
 def compile_specs(target: str) -> list[CompileSpec]:
     """Every tuned config of ``target`` with its shape, plus the model's configs for the sample
     shapes."""
-    info = TARGET_DEVICES[get_target(target).name]
+    registered = get_target(target)
+    info = TARGET_DEVICES[registered.name]
     tuned = list(tuned_table(info).items())
-    smallest_m = get_target(target).min_block_m
+    smallest_m = registered.min_block_m
     modelled = [
         (s, model_config(*s, info.compute_units, min_block_m=smallest_m))
         for s in MODEL_SAMPLE_SHAPES

@@ -62,3 +62,13 @@ def k_per_split(k: int, cfg: GemmConfig) -> int:
 def effective_splits(k: int, cfg: GemmConfig) -> int:
     """Splits that actually get work (fewer than ``split_k`` when K is short)."""
     return math.ceil(k / k_per_split(k, cfg))
+
+
+def output_tiles(m: int, n: int, cfg: GemmConfig) -> int:
+    """(M, N) tiles of ``cfg``: the launch grid's first dimension."""
+    return math.ceil(m / cfg.block_m) * math.ceil(n / cfg.block_n)
+
+
+def workgroups(m: int, n: int, k: int, cfg: GemmConfig) -> int:
+    """Programs in the launch grid of ``cfg`` for (M, N, K): M tiles x N tiles x splits."""
+    return output_tiles(m, n, cfg) * effective_splits(k, cfg)

@@ -14,10 +14,9 @@ from kernels.configs import (
     model_cost,
     select_config,
     shared_bytes_estimate,
-    workgroups,
 )
 from kernels.device import H200, MI355X
-from kernels.gemm_config import GemmConfig, effective_splits, k_per_split
+from kernels.gemm_config import GemmConfig, effective_splits, k_per_split, workgroups
 from kernels.shapes import GRID_NK, LEADERBOARD
 
 
