@@ -195,6 +195,44 @@ def bind(fn: Callable, args: tuple, kwargs: dict) -> Callable[[], Any]:
     return call
 
 
+def gemm_inputs(shape: Sequence[int], copies: int, device: Any) -> tuple[list, list]:
+    """``copies`` task inputs of (M, N, K), seeds SEED_BASE.., and their reference outputs."""
+    from kernels.reference import generate_input, reference_gemm
+
+    sets = [generate_input(*shape, seed=SEED_BASE + i, device=device) for i in range(copies)]
+    return sets, [reference_gemm(d[0], d[3], d[4]) for d in sets]
+
+
+def gemm_device_calls(sets: list, refs: list) -> list[Callable[[], Any]]:
+    """One ``gemm_a16wfp4`` call per input set, each into an output of its own (a graph node)."""
+    import torch
+
+    from kernels.gemm import gemm_a16wfp4
+
+    return [
+        bind(gemm_a16wfp4, (d[0], d[3], d[4]), {"out": torch.empty_like(ref)})
+        for d, ref in zip(sets, refs, strict=True)
+    ]
+
+
+def reducer_inputs(case: ReducerCase, copies: int, device: Any) -> tuple[list, list]:
+    """``copies`` seeded fp32 partials (S, M, N) of ``case`` and their reference sums."""
+    import torch
+
+    partials = []
+    for i in range(copies):
+        gen = torch.Generator(device=device).manual_seed(SEED_BASE + i)
+        partials.append(torch.randn((case.splits, case.m, case.n), generator=gen, device=device))
+    return partials, [reducer_oracle(p) for p in partials]
+
+
+def reducer_arg_sets(partials: list, refs: list) -> list[tuple]:
+    """``reduce_partials`` arguments per copy: the partials and an output of its own."""
+    import torch
+
+    return [(p, torch.empty_like(r)) for p, r in zip(partials, refs, strict=True)]
+
+
 def reducer_oracle(partials: Any) -> Any:
     """The reducer's contract (fp32 sum in split order, bf16 RNE), from kernels.splitk's twin."""
     from kernels.splitk import reduce_partials_reference
@@ -296,24 +334,11 @@ class Harness:
 
     # -- GEMM -----------------------------------------------------------------------------------
     def gemm(self, benchmark: Any, shape: GemmShape) -> None:
-        import torch
-
-        from kernels.reference import generate_input, reference_gemm
-
         copies = self.copies(gemm_set_bytes(shape))
-        sets = [
-            generate_input(*shape, seed=SEED_BASE + i, device=self.device) for i in range(copies)
-        ]
-        refs = [reference_gemm(d[0], d[3], d[4]) for d in sets]
+        sets, refs = gemm_inputs(shape, copies, self.device)
         benchmark.extra_info.update(m=shape.m, n=shape.n, k=shape.k, copies_rotated=copies)
         if self.settings.mode.name == "device":
-            from kernels.gemm import gemm_a16wfp4
-
-            outs = [torch.empty_like(ref) for ref in refs]
-            calls = [
-                bind(gemm_a16wfp4, (d[0], d[3], d[4]), {"out": o})
-                for d, o in zip(sets, outs, strict=True)
-            ]
+            calls = gemm_device_calls(sets, refs)
             del sets  # the calls hold what the kernel reads; B and B_q (bf16/fp4 B) are freed
             self.batched(benchmark, calls, refs, check_gemm)
         else:
@@ -327,13 +352,11 @@ class Harness:
         import torch
 
         from kernels.gemm import custom_kernel
-        from kernels.reference import generate_input, reference_gemm
         from perfgate import host
 
         # Distinct input sets per batch, as the task's harness regenerates inputs: a cache keyed
         # on pointers would miss there, so it must miss here too.
-        sets = [generate_input(*shape, seed=SEED_BASE + i, device=self.device) for i in range(4)]
-        refs = [reference_gemm(d[0], d[3], d[4]) for d in sets]
+        sets, refs = gemm_inputs(shape, 4, self.device)
         for i, (data, ref) in enumerate(zip(sets, refs, strict=True)):
             check_gemm(custom_kernel(data), ref, f"input set {i}")
         delay = host.host_delay_seconds()
@@ -354,17 +377,10 @@ class Harness:
 
     # -- split-K reducer ------------------------------------------------------------------------
     def reducer(self, benchmark: Any, case: ReducerCase) -> None:
-        import torch
-
         from kernels.splitk import reduce_partials, reducer_backend
 
         copies = self.copies(reducer_set_bytes(case))
-        partials = []
-        for i in range(copies):
-            gen = torch.Generator(device=self.device).manual_seed(SEED_BASE + i)
-            shape = (case.splits, case.m, case.n)
-            partials.append(torch.randn(shape, generator=gen, device=self.device))
-        refs = [reducer_oracle(p) for p in partials]
+        partials, refs = reducer_inputs(case, copies, self.device)
         benchmark.extra_info.update(
             splits=case.splits,
             m=case.m,
@@ -372,12 +388,11 @@ class Harness:
             reducer_backend=reducer_backend(),
             copies_rotated=copies,
         )
-        outs = [torch.empty_like(r) for r in refs]
+        arg_sets = reducer_arg_sets(partials, refs)
         if self.settings.mode.name == "device":
-            calls = [bind(reduce_partials, (p, o), {}) for p, o in zip(partials, outs, strict=True)]
+            calls = [bind(reduce_partials, args, {}) for args in arg_sets]
             self.batched(benchmark, calls, refs, check_exact)
         else:
-            arg_sets = list(zip(partials, outs, strict=True))
             self.per_call(benchmark, reduce_partials, arg_sets, refs, check_exact)
 
     # -- the two timing paths -------------------------------------------------------------------

@@ -113,39 +113,18 @@ class Worker:
         raise ValueError(f"case kind must be gemm or reducer, got {case['kind']!r}")
 
     def _gemm_calls(self, case, copies, plugin):
-        import torch
-
-        from kernels.gemm import gemm_a16wfp4
-        from kernels.reference import generate_input, reference_gemm
-
-        sets = [
-            generate_input(
-                case["m"], case["n"], case["k"], seed=plugin.SEED_BASE + i, device=self.device
-            )
-            for i in range(copies)
-        ]
-        refs = [reference_gemm(d[0], d[3], d[4]) for d in sets]
-        outs = [torch.empty_like(ref) for ref in refs]
-        calls = [
-            plugin.bind(gemm_a16wfp4, (d[0], d[3], d[4]), {"out": o})
-            for d, o in zip(sets, outs, strict=True)
-        ]
-        return calls, refs, plugin.check_gemm
+        # the pytest harness's inputs and calls, so A/B and the gate time the same work
+        sets, refs = plugin.gemm_inputs((case["m"], case["n"], case["k"]), copies, self.device)
+        return plugin.gemm_device_calls(sets, refs), refs, plugin.check_gemm
 
     def _reducer_calls(self, case, copies, plugin):
-        import torch
-
         from kernels.splitk import reduce_partials
+        from perfgate.shapes import ReducerCase
 
-        partials = []
-        for i in range(copies):
-            gen = torch.Generator(device=self.device).manual_seed(plugin.SEED_BASE + i)
-            shape = (case["splits"], case["m"], case["n"])
-            partials.append(torch.randn(shape, generator=gen, device=self.device))
-        refs = [plugin.reducer_oracle(p) for p in partials]
-        outs = [torch.empty_like(r) for r in refs]
+        shape = ReducerCase(case["splits"], case["m"], case["n"])
+        partials, refs = plugin.reducer_inputs(shape, copies, self.device)
         calls = [
-            plugin.bind(reduce_partials, (p, o), {}) for p, o in zip(partials, outs, strict=True)
+            plugin.bind(reduce_partials, a, {}) for a in plugin.reducer_arg_sets(partials, refs)
         ]
         return calls, refs, plugin.check_exact
 

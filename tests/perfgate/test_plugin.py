@@ -269,3 +269,25 @@ def test_with_extra_runs_the_extra_pass_after_the_call():
     work = plugin.with_extra(lambda x: order.append(x) or x * 2, lambda: order.append("extra"))
     assert work(3) == 6
     assert order == [3, "extra"]
+
+
+# -- the inputs and calls the harness and the A/B workers time (run here in the interpreter) -----
+def test_gemm_device_calls_reproduce_their_references():
+    # the harness and perfgate.sampler build the timed work from these: each call must write
+    # its own output and give the reference of its own input set, bit for bit here
+    sets, refs = plugin.gemm_inputs(GemmShape(2, 32, 128), 2, "cpu")
+    assert [d[0].shape for d in sets] == [(2, 128)] * 2
+    assert not torch.equal(sets[0][0], sets[1][0])  # distinct seeds: distinct inputs
+    outs = [call() for call in plugin.gemm_device_calls(sets, refs)]
+    assert outs[0].data_ptr() != outs[1].data_ptr()
+    plugin.check_all(outs, refs, plugin.check_gemm, "interpreted call")
+
+
+def test_reducer_arg_sets_reproduce_their_references():
+    from kernels.splitk import reduce_partials
+
+    partials, refs = plugin.reducer_inputs(ReducerCase(3, 2, 64), 2, "cpu")
+    assert [tuple(p.shape) for p in partials] == [(3, 2, 64)] * 2
+    arg_sets = plugin.reducer_arg_sets(partials, refs)
+    outs = [reduce_partials(*args) for args in arg_sets]
+    plugin.check_all(outs, refs, plugin.check_exact, "interpreted call")
