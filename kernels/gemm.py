@@ -15,7 +15,7 @@ import dataclasses
 import functools
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -38,6 +38,7 @@ from kernels.gemm_config import (
 from kernels.layout import padded_scale_shape
 from kernels.mxfp4 import as_uint8
 from kernels.quant import quant_impl
+from kernels.splitk import BoundReduction, bind_reducer
 from kernels.targets import QuantPath, get_target
 
 
@@ -193,6 +194,9 @@ def _device_index(device: torch.device) -> int | None:
 
 
 _current_device = getattr(torch._C, "_cuda_getDevice", None) or torch.cuda.current_device
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+    lambda index: torch.cuda.current_stream(index).cuda_stream
+)
 # the C entry points: one call each on the hot path (the host-path gate counts calls)
 _capturing = (
     getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
@@ -200,22 +204,69 @@ _capturing = (
 )
 
 
+class _Workspace(NamedTuple):
+    """Split-K partials of one stream (or one captured graph) and their bound reduction."""
+
+    partials: torch.Tensor
+    ptr: int
+    reduction: BoundReduction
+
+
+class _CompiledLaunch:
+    """The compiled kernel's own C launcher, called for one grid exactly as Triton's
+    ``CompiledKernel[grid]`` runner calls it (``run(grid, stream, function, packed metadata,
+    launch metadata, enter hook, exit hook, *args)``, triton 3.5-3.9, CUDA and ROCm), without the
+    runner's frame and argument re-packing.
+
+    Pointers are passed as ints: the launcher then skips its per-pointer ``data_ptr()`` call and
+    pointer-attribute query, which on the H200 cost about 1 us a launch; the call key has
+    already fixed each operand's device. Launch hooks (profilers) are read on every call and get
+    the launch metadata Triton's runner would give them."""
+
+    __slots__ = ("function", "grid", "kernel", "knobs", "packed", "run", "tail")
+
+    def __init__(self, compiled: Any, grid3: tuple[int, int, int], tail: tuple) -> None:
+        from triton import knobs
+
+        compiled[grid3]  # what the runner does first: load the module, make the launcher
+        self.kernel, self.grid, self.tail, self.knobs = compiled, grid3, tail, knobs.runtime
+        self.run, self.function, self.packed = (
+            compiled.run,
+            compiled.function,
+            compiled.packed_metadata,
+        )
+
+    def __call__(self, stream: int, pa: int, pb: int, ps: int, pc: int) -> None:
+        enter = self.knobs.launch_enter_hook
+        # triton <= 3.6 keeps None without hooks, later ones an empty HookChain
+        meta = (
+            None
+            if enter is None or not getattr(enter, "calls", True)
+            else self.kernel.launch_metadata(self.grid, stream, pa, pb, ps, pc, *self.tail)
+        )
+        gx, gy, gz = self.grid
+        self.run(
+            gx, gy, gz, stream, self.function, self.packed, meta, enter,
+            self.knobs.launch_exit_hook, pa, pb, ps, pc, *self.tail,
+        )  # fmt: skip
+
+
 class _Bound:
     """``gemm_a16wfp4`` for one call key: the plan, the launch arguments and the split-K
     workspaces, decided once. A call then allocates the output (a fresh tensor from the caching
     allocator, never a buffer a later call overwrites) and launches.
 
-    The GEMM is launched through the compiled kernel's own launcher (``CompiledKernel[grid]``,
-    triton 3.5-3.9, CUDA and ROCm) once Triton's JIT path has compiled it for an aligned call;
-    Triton specialises pointers on 16-byte alignment, so a call whose pointers are not all
-    aligned goes through the JIT path instead. The interpreter always takes the JIT path.
-    Split-K partials go to a workspace per stream (reused: a stream orders each call's GEMM,
-    reduction and the next call's GEMM)."""
+    The GEMM is launched through the compiled kernel's own launcher (:class:`_CompiledLaunch`)
+    once Triton's JIT path has compiled it for an aligned call; Triton specialises pointers on
+    16-byte alignment, so a call whose pointers are not all aligned goes through the JIT path
+    instead. The interpreter always takes the JIT path. Split-K partials go to a workspace per
+    stream (reused: a stream orders each call's GEMM, reduction and the next call's GEMM), whose
+    native reduction is planned once (:meth:`kernels.reducer.native.NativeReducer.plan`)."""
 
     def __init__(self, a, b, bs, out, config) -> None:
         m, k = a.shape
         n = b.shape[0]
-        self.out_shape = (m, n)
+        self.m, self.n = m, n
         self.device = a.device
         self.index = _device_index(a.device)
         self.interpreted = a.device.type != "cuda"
@@ -231,65 +282,81 @@ class _Bound:
         info = device_info()
         cfg = config if config is not None else select_config(m, n, k, info)
         self.plan = _plan(m, n, k, cfg, info)
+        self.split = self.plan.splits > 1
         ldc = n if out is None else out.stride(0)
         self.ldo = ldc
-        if self.plan.splits > 1:
+        if self.split:
             ldc = n
         self.scalars = {
             "M": m, "N": n, "K": k, "K_PER_SPLIT": self.plan.k_per_split,
             "stride_am": a.stride(0), "stride_ak": a.stride(1), "stride_bn": k * 8,
-            "stride_bsn": bs.shape[1] * 32, "stride_cs": m * n if self.plan.splits > 1 else 0,
+            "stride_bsn": bs.shape[1] * 32, "stride_cs": m * n if self.split else 0,
             "stride_cm": ldc, "stride_cn": 1,
         }  # fmt: skip
-        self.grid3 = (*self.plan.grid, 1)
-        self.direct = None  # CompiledKernel[grid] runner, once compiled for an aligned call
+        self.launch: _CompiledLaunch | None = None  # once compiled for an aligned call
         self.direct_tail = _direct_tail({**self.scalars, **self.plan.constexprs})
-        self.workspaces: dict[int, tuple[torch.Tensor, Any]] = {}
+        self.workspaces: dict[int, _Workspace] = {}
 
     def __call__(self, a, b, bs, out):
         if out is None:
-            out = torch.empty(self.out_shape, dtype=torch.bfloat16, device=self.device)
+            # sizes as positional ints: torch parses them faster than a shape tuple
+            out = torch.empty(self.m, self.n, dtype=torch.bfloat16, device=self.device)
         if self.plan is None:
             return out.zero_() if self.zero_fill else out
         if self.interpreted:
             check_kernel_device(a, "A")  # TRITON_INTERPRET is read at call time, as before
-            stream = 0
-        elif self.index != _current_device():
+            return self._call_jit(a, b, bs, out, 0)
+        if self.index != _current_device():
             with torch.cuda.device(self.index):
                 return self(a, b, bs, out)
-        else:
-            stream = torch._C._cuda_getCurrentRawStream(self.index)
-        c, reduce = self._target(out, stream)
-        if self.direct is not None and not (
-            (a.data_ptr() | b.data_ptr() | bs.data_ptr() | c.data_ptr()) & 15
-        ):
-            self.direct(a, b, bs, c, *self.direct_tail, stream=stream)
-        else:
-            self._launch_jit(a, b, bs, c)
-        if reduce is not None:
-            reduce(out, stream)
+        stream = _raw_stream(self.index)
+        ws = self.workspace(out, stream) if self.split else None
+        pa, pb, ps = a.data_ptr(), b.data_ptr(), bs.data_ptr()
+        pc = out.data_ptr() if ws is None else ws.ptr
+        if self.launch is None or (pa | pb | ps | pc) & 15:
+            return self._call_jit(a, b, bs, out, stream, ws)
+        self.launch(stream, pa, pb, ps, pc)
+        if ws is not None:
+            launch = ws.reduction.launch
+            if launch is None:
+                ws.reduction.fallback(out)
+            else:
+                rc = launch(out.data_ptr())
+                if rc:
+                    ws.reduction.check(rc)
         return out
 
-    def _target(self, out, stream: int):
-        """Where the GEMM writes (``out``, or this stream's partials) and the reduction."""
-        if self.plan.splits == 1:
-            return out, None
+    def workspace(self, out, stream: int) -> _Workspace:
+        """This stream's split-K partials and reduction (a captured graph gets its own)."""
         if not self.interpreted and _capturing():
             # A graph gets partials of its own, from its private pool: torch.cuda.graph captures
             # every graph on one shared side stream, so a per-stream workspace would be shared
             # by graphs that may later replay concurrently on different streams.
-            return self._workspace(out)
-        entry = self.workspaces.get(stream)
-        if entry is None:
-            entry = self.workspaces[stream] = self._workspace(out)
-        return entry
+            return self._new_workspace(out, stream)
+        ws = self.workspaces.get(stream)
+        if ws is None:
+            ws = self.workspaces[stream] = self._new_workspace(out, stream)
+        return ws
 
-    def _workspace(self, out):
-        from kernels.splitk import bind_reducer
+    def _new_workspace(self, out, stream: int) -> _Workspace:
+        partials = torch.empty(
+            (self.plan.splits, self.m, self.n), dtype=torch.float32, device=self.device
+        )
+        reduction = bind_reducer(partials, out, self.ldo, stream)
+        return _Workspace(partials, partials.data_ptr(), reduction)
 
-        m, n = self.out_shape
-        ws = torch.empty((self.plan.splits, m, n), dtype=torch.float32, device=self.device)
-        return ws, bind_reducer(ws, out, self.ldo)
+    def _call_jit(self, a, b, bs, out, stream: int, ws: _Workspace | None = None):
+        """The call through Triton's JIT path (interpreter, unaligned pointers, first call)."""
+        if self.split and ws is None:
+            ws = self.workspace(out, stream)
+        self._launch_jit(a, b, bs, out if ws is None else ws.partials)
+        if ws is not None:
+            red = ws.reduction
+            if red.launch is None:
+                red.fallback(out)
+            else:
+                red.check(red.launch(out.data_ptr()))
+        return out
 
     def _launch_jit(self, a, b, bs, c) -> None:
         from kernels._gemm_kernel import gemm_a16wfp4_kernel
@@ -300,13 +367,13 @@ class _Bound:
         )
         aligned = not ((a.data_ptr() | b.data_ptr() | bs.data_ptr() | c.data_ptr()) & 15)
         if (
-            self.direct is None
+            self.launch is None
             and aligned
             and not self.interpreted
             and self.direct_tail is not None
-            and hasattr(compiled, "__getitem__")
+            and hasattr(compiled, "packed_metadata")
         ):
-            self.direct = compiled[self.grid3]
+            self.launch = _CompiledLaunch(compiled, (*self.plan.grid, 1), self.direct_tail)
 
 
 def _direct_tail(values: dict[str, Any]) -> tuple | None:

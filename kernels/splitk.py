@@ -18,7 +18,7 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -202,24 +202,36 @@ def reduce_partials(
     return out
 
 
-def bind_reducer(partials: torch.Tensor, out: torch.Tensor, ldo: int) -> Callable[[Any, int], None]:
+class BoundReduction(NamedTuple):
+    """A reduction of one workspace on one stream, checked and chosen once (:func:`bind_reducer`).
+
+    Exactly one of ``launch`` and ``fallback`` is set. ``launch(out_ptr) -> code`` is the native
+    reducer's planned launch (pass a nonzero code to ``check``); ``fallback(out)`` runs the
+    Triton twin where no native build exists (Triton's JIT path: the slow path anyway)."""
+
+    launch: Callable[[int], int] | None
+    check: Callable[[int], None] | None
+    fallback: Callable[[torch.Tensor], None] | None
+
+
+def bind_reducer(
+    partials: torch.Tensor, out: torch.Tensor, ldo: int, stream: int
+) -> BoundReduction:
     """The reduction of ``partials`` into outputs like ``out`` (its dtype, shape, strides and
-    device), checked and chosen once: the returned ``reduce(out, stream)`` only launches. For a
-    caller that reuses ``partials`` on one stream (the GEMM launcher's per-stream workspace) and
-    has checked that each ``out`` has ``out``'s layout; ``ldo`` is that layout's row stride."""
+    device) on ``stream``, checked and chosen once. For a caller that reuses ``partials`` on one
+    stream (the GEMM launcher's per-stream workspace) and has checked that each output has
+    ``out``'s layout; ``ldo`` is that layout's row stride. The caller keeps ``partials`` alive."""
     s, m, n = _check_args(partials, out)
     choice = _choice(partials.device)
     if m == 0 or n == 0:
-        return lambda out, stream: None
+        return BoundReduction(None, None, lambda out: None)
     if choice.backend == "native":
-        native, ptr, ldo = choice.native, partials.data_ptr(), ldo if m > 1 else n
-
-        def reduce(out: Any, stream: int) -> None:
-            native(ptr, out.data_ptr(), s, m, n, ldo, stream)
-
-        return reduce
-    # the Triton reducer is the fallback where no native build exists: Triton's JIT path is fine
-    return lambda out, stream: _reduce_triton(partials, out, s, m, n)
+        native = choice.native
+        ldo = ldo if m > 1 else n  # a lone row's stride is meaningless
+        return BoundReduction(
+            native.plan(partials.data_ptr(), s, m, n, ldo, stream), native.check, None
+        )
+    return BoundReduction(None, None, lambda out: _reduce_triton(partials, out, s, m, n))
 
 
 def reduce_partials_reference(partials: torch.Tensor) -> torch.Tensor:

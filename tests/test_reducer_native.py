@@ -395,6 +395,31 @@ def _assert_launcher_checks(reducer) -> None:
     reducer(0, 0, 2, 0, 5, 5, 0)  # M = 0: nothing to do, nothing launched
 
 
+@pytest.mark.parametrize("s", [1, 2, 7, 14, 5])
+@pytest.mark.parametrize("pad", [0, 1])  # contiguous (16-byte path) and row stride N + 1 (scalar)
+def test_host_build_planned_launch_equals_the_plain_one(host_reducer, s, pad):
+    # The GEMM launcher's hot path is plan(...)(out_ptr): the same launcher with its arguments
+    # fixed in a C struct. A field out of order in the ctypes mirror of the struct would swap
+    # M, N or the stride here and fail bit for bit.
+    m, n = 9, 132
+    partials = boundary_partials(s, m, n, seed=40 + s + pad)
+    plain = _host_reduce(host_reducer, partials, torch.empty(m, n, dtype=torch.bfloat16))
+    out_buf = torch.full((m, n + pad), 7.0, dtype=torch.bfloat16)
+    out = out_buf[:, :n]
+    launch = host_reducer.plan(partials.data_ptr(), s, m, n, n + pad, 0)
+    assert launch(out.data_ptr()) == 0
+    assert torch.equal(out.view(torch.int16), plain.view(torch.int16))
+    assert torch.equal(out_buf[:, n:], torch.full((m, pad), 7.0, dtype=torch.bfloat16))
+
+
+def test_host_build_planned_launch_reports_the_launchers_errors(host_reducer):
+    # Codes come back unraised (the hot path tests them inline); check() names them.
+    assert host_reducer.plan(0, 0, 1, 1, 1, 0)(0) == -1  # S = 0
+    with pytest.raises(RuntimeError, match=r"code -2\): null pointer"):
+        host_reducer.check(host_reducer.plan(0, 2, 1, 1, 1, 0)(0))
+    host_reducer.check(host_reducer.plan(0, 2, 0, 5, 5, 0)(0))  # M = 0: nothing to do
+
+
 def test_host_build_argument_checks(host_reducer):
     # The C launcher's own checks, in the same library code the GPU build runs.
     _assert_launcher_checks(host_reducer)

@@ -113,27 +113,26 @@ def breakdown(shape: Any) -> dict[str, float]:
     bound = gemm._BOUND[gemm._call_key(a, b, s, None, None)]
     stream = torch._C._cuda_getCurrentRawStream(bound.index)
     out = bound(a, b, s, None)
-    c, reduce = bound._target(out, stream)
+    ws = bound.workspace(out, stream) if bound.split else None
+    c = out if ws is None else ws.partials
+    ptrs = (a.data_ptr(), b.data_ptr(), s.data_ptr(), c.data_ptr())
     steps: dict[str, tuple[Callable[..., Any], tuple]] = {
         "custom_kernel": (gemm.custom_kernel, (sets[0],)),
         "call key": (gemm._call_key, (a, b, s, None, None)),
         "torch.empty (output)": (
-            lambda: torch.empty(bound.out_shape, dtype=torch.bfloat16, device=bound.device),
+            lambda: torch.empty(bound.m, bound.n, dtype=torch.bfloat16, device=bound.device),
             (),
         ),
         "current device + stream": (
             lambda: torch._C._cuda_getCurrentRawStream(gemm._current_device()),
             (),
         ),
-        "GEMM launch (compiled launcher)": (
-            lambda: bound.direct(a, b, s, c, *bound.direct_tail, stream=stream),
-            (),
-        ),
+        "GEMM launch (compiled launcher)": (lambda: bound.launch(stream, *ptrs), ()),
         "GEMM launch (Triton JIT path)": (lambda: bound._launch_jit(a, b, s, c), ()),
     }
-    if reduce is not None:
-        steps["reducer launch"] = (lambda: reduce(out, stream), ())
-    if bound.direct is None:
+    if ws is not None and ws.reduction.launch is not None:
+        steps["reducer launch (planned)"] = (lambda: ws.reduction.launch(out.data_ptr()), ())
+    if bound.launch is None:
         del steps["GEMM launch (compiled launcher)"]
     return {name: host_us_per_call(fn, [args]) for name, (fn, args) in steps.items()}
 

@@ -120,7 +120,7 @@ void launch_vec4(const float* p, unsigned short* out, int s, unsigned mn, unsign
 
 extern "C" {
 
-int mxfp4_splitk_abi_version() { return 1; }
+int mxfp4_splitk_abi_version() { return 2; }
 
 const char* mxfp4_splitk_error_string(int code) {
   if (code == kErrSizes) return "invalid sizes (need S >= 1, 0 <= N <= ldo, M*N < 2^31)";
@@ -162,6 +162,24 @@ int mxfp4_splitk_reduce(const float* partials, unsigned short* out, int s, long 
   }
   const mx_error_t err = mx_last_error();
   return err == mx_success ? 0 : static_cast<int>(err);
+}
+
+// Everything of a reduction but its output, fixed once: the GEMM launcher reuses one workspace
+// per stream, so only `out` changes between its calls, and ctypes converts two arguments
+// instead of seven on the hot path (kernels/reducer/native.py keeps the same layout).
+struct mxfp4_splitk_plan {
+  const float* partials;
+  long long m;
+  long long n;
+  long long ldo;
+  void* stream;
+  int s;
+};
+
+int mxfp4_splitk_reduce_planned(const mxfp4_splitk_plan* plan, unsigned short* out) {
+  if (plan == nullptr) return kErrPointers;
+  return mxfp4_splitk_reduce(plan->partials, out, plan->s, plan->m, plan->n, plan->ldo,
+                             plan->stream);
 }
 
 }  // extern "C"
