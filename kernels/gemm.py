@@ -310,7 +310,11 @@ class _Bound:
             with torch.cuda.device(self.index):
                 return self(a, b, bs, out)
         stream = _raw_stream(self.index)
-        ws = self.workspace(out, stream) if self.split else None
+        ws = None
+        if self.split:  # the cached workspace inline: this is the hot path
+            ws = None if _capturing() else self.workspaces.get(stream)
+            if ws is None:
+                ws = self.workspace(out, stream)
         pa, pb, ps = a.data_ptr(), b.data_ptr(), bs.data_ptr()
         pc = out.data_ptr() if ws is None else ws.ptr
         if self.launch is None or (pa | pb | ps | pc) & 15:
