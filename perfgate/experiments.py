@@ -7,26 +7,34 @@ quotes.
 
 **Design: samples are reused, never invented.** A *session* is two fresh worker processes of
 this checkout on the GPU, A and B, exactly as ``perfgate ab`` runs a base and a head. A measures
-the plain kernels; B measures the plain kernels and, for each level, the same graph with a
-calibrated device sleep of that fraction after the calls (:mod:`perfgate.inject`). For every
-benchmark, ``--trials`` times, all these streams are measured interleaved (ABBA blocks) with the
-adaptive looks of the gate, continuing while any A/B verdict of the trial is undecided.
+the plain kernels; B measures the plain kernels and, for each level, the same calls captured with
+a device sleep after them, calibrated in a closed loop until its measured size is the level
+(:mod:`perfgate.inject`). For every benchmark, after ``WARMUP_ROUNDS`` discarded rounds of every
+stream (production's warm-up pass and pytest warm-up rounds), ``--trials`` times, all these
+streams are measured interleaved (ABBA blocks) with the adaptive looks of the gate, continuing
+while any A/B verdict of the trial is undecided.
 
 - **A/B mode**: B's stream at each level against A's plain stream of the same trial, with the
   gate's A/B settings (``ab_min_effect``, ``looks``). Level 0 (B plain vs A plain: two
   processes, same code) counts the false alarms.
-- **Stored-baseline mode**: the same streams of B against a baseline pooled, as
-  ``update-baselines`` pools its runs, from the first trial's plain A samples of every *other*
-  session (independent processes), with their run-to-run spread as the drift
-  (``min_effect_drift``, ``drift_factor``). A trial whose stored verdict would need more rounds
-  than the A/B loop measured stays ``inconclusive``: it counts against the stored mode.
-- **True size**: B's injected stream against B's plain stream, interleaved in the same process:
-  ``median(injected) / median(plain) - 1``, per session and benchmark, printed beside the rates.
+- **Stored-baseline mode**: the same streams of B against a baseline pooled as
+  ``update-baselines`` pools its runs: ``baseline_runs`` (3) independent runs, here the first
+  trial's plain A samples of as many *other* sessions (the next ones, cyclically), with the
+  robust run-to-run drift of their medians (:func:`perfgate.baseline.run_drift`, what
+  ``baseline.drifts`` gives ``perfgate bench``) setting the threshold, judged by the same
+  ``compare_samples`` call as ``bench``. A trial whose stored verdict would need more rounds than
+  the A/B loop measured stays ``inconclusive``: it counts against the stored mode.
+- **True size**: per trial, B's injected stream against B's plain stream, interleaved in the same
+  process: ``median(injected) / median(plain) - 1``. The table gives its min / median / max beside
+  the rates, and a second table gives detection by measured size (below, within, above
+  ``SIZE_BAND`` of the level), so that a rate is never read against a nominal level the
+  injection missed. Nothing is dropped: every trial is judged and counted.
 
 Trials of one session share its processes, so they are not independent of each other as
 sessions are; the report gives the counts with Clopper-Pearson 95% intervals over all trials
-and says how many sessions they came from. Writes ``summary.md``, ``summary.json`` and
-``samples.npz`` (every stream, for re-analysis) under ``--out``.
+and says how many sessions they came from. Writes ``summary.md``, ``summary.json`` (with every
+trial's verdicts and sizes, and each level's calibration) and ``samples.npz`` (every stream, for
+re-analysis) under ``--out``.
 """
 
 from __future__ import annotations
@@ -45,6 +53,11 @@ from perfgate.sampler import PLAIN, variant_name
 
 DEFAULT_LEVELS = (0.03, 0.05, 0.10)
 MODES_JUDGED = ("ab", "stored")
+# Discarded rounds of every stream after a case is prepared: production runs a warm-up pass of
+# min_samples (10) rounds per benchmark and pytest-benchmark 5 warm-up rounds before measuring.
+WARMUP_ROUNDS = 20
+# A trial's measured size within this fraction of its level counts as "at the level".
+SIZE_BAND = 0.15
 
 
 @dataclass
@@ -84,28 +97,53 @@ def ab_verdicts(trial: Trial, settings, totals: list[int]) -> dict[str, tuple]:
     }
 
 
-def stored_baseline(trials: list[Trial], session: int, case: str, rounds: int):
-    """(pooled samples, drift) from the first trial's plain A samples of the other sessions."""
-    from perfgate.baseline import run_spread
+def stored_baseline(trials: list[Trial], session: int, case: str, rounds: int, runs: int = 3):
+    """(pooled samples, drift) of a baseline as ``update-baselines`` records it: ``runs``
+    independent runs, the first trial's plain A samples (``rounds`` of them) of the sessions
+    after ``session`` (cyclically; fewer when fewer exist), and their robust run-to-run drift
+    (None for one run: a single-run baseline)."""
+    from perfgate.baseline import run_drift
 
-    runs = [
-        t.a_plain[:rounds]
-        for t in trials
-        if t.case == case and t.index == 0 and t.session != session
-    ]
-    if not runs:
+    first = {t.session: t for t in trials if t.case == case and t.index == 0}
+    order = sorted(first)
+    if session in order:
+        at = order.index(session)
+        order = order[at + 1 :] + order[:at]
+    chosen = [first[s].a_plain[:rounds] for s in order[:runs]]
+    if not chosen:
         return None, None
     import statistics
 
-    drift = run_spread([statistics.median(r) for r in runs]) if len(runs) >= 2 else None
-    return [x for r in runs for x in r], drift
+    drift = run_drift([statistics.median(r) for r in chosen]) if len(chosen) >= 2 else None
+    return [x for r in chosen for x in r], drift
 
 
-def stored_verdicts(trial: Trial, trials: list[Trial], settings, totals) -> dict[str, tuple]:
-    base, drift = stored_baseline(trials, trial.session, trial.case, totals[0])
+def stored_verdicts(
+    trial: Trial, trials: list[Trial], settings, totals, runs: int = 3
+) -> dict[str, tuple]:
+    base, drift = stored_baseline(trials, trial.session, trial.case, totals[0], runs)
     if base is None:
         return {}
     return {v: judge_looks(base, cur, settings, totals, drift=drift) for v, cur in trial.b.items()}
+
+
+def trial_sizes(trial: Trial) -> dict[str, float]:
+    """Each injected variant's measured size in this trial: median(injected) / median(plain) - 1
+    (B's streams, measured interleaved in one process)."""
+    import numpy as np
+
+    plain = float(np.median(trial.b[PLAIN]))
+    return {v: float(np.median(xs)) / plain - 1 for v, xs in trial.b.items() if v != PLAIN}
+
+
+def size_band(size: float, level: float) -> str:
+    """Where a measured size lies against its level: ``below``, ``at`` or ``above`` the band
+    of +-``SIZE_BAND`` (relative) around it."""
+    if size < level * (1 - SIZE_BAND):
+        return "below"
+    if size > level * (1 + SIZE_BAND):
+        return "above"
+    return "at"
 
 
 def true_sizes(trials: list[Trial]) -> dict[tuple[int, str], dict[str, float]]:
@@ -124,20 +162,51 @@ def true_sizes(trials: list[Trial]) -> dict[tuple[int, str], dict[str, float]]:
     return out
 
 
-def tally(trials: list[Trial], settings, totals: list[int]) -> dict[str, dict[str, Counter]]:
-    """mode -> variant -> Counter of verdicts, plus ``looks:N`` counts of decided verdicts."""
-    out: dict[str, dict[str, Counter]] = {m: {} for m in MODES_JUDGED}
+def judgements(trials: list[Trial], settings, totals: list[int], runs: int = 3) -> list[dict]:
+    """One record per trial, mode and variant: the verdict, the look, the numbers behind it and
+    the trial's measured size of that variant (None for plain)."""
+    out = []
     for trial in trials:
+        sizes = trial_sizes(trial)
         judged = {
             "ab": ab_verdicts(trial, settings, totals),
-            "stored": stored_verdicts(trial, trials, settings, totals),
+            "stored": stored_verdicts(trial, trials, settings, totals, runs),
         }
         for mode, by_variant in judged.items():
             for v, (result, look) in by_variant.items():
-                counter = out[mode].setdefault(v, Counter())
-                counter[result.verdict if result else "inconclusive"] += 1
-                counter[f"looks:{look}"] += 1
+                out.append(
+                    {
+                        "session": trial.session,
+                        "case": trial.case,
+                        "trial": trial.index,
+                        "mode": mode,
+                        "variant": v,
+                        "verdict": result.verdict if result else "inconclusive",
+                        "look": look,
+                        "ratio": None if result is None else result.ratio,
+                        "ci_low": None if result is None else result.ci_low,
+                        "threshold": None if result is None else result.threshold,
+                        "true_size": sizes.get(v),
+                    }
+                )
     return out
+
+
+def tally(
+    trials: list[Trial], settings, totals: list[int], runs: int = 3
+) -> dict[str, dict[str, Counter]]:
+    """mode -> variant -> Counter of verdicts, plus ``looks:N`` counts of decided verdicts."""
+    out: dict[str, dict[str, Counter]] = {m: {} for m in MODES_JUDGED}
+    for j in judgements(trials, settings, totals, runs):
+        counter = out[j["mode"]].setdefault(j["variant"], Counter())
+        counter[j["verdict"]] += 1
+        counter[f"looks:{j['look']}"] += 1
+    return out
+
+
+def _flagged(j: dict) -> bool:
+    """A regression; at level 0 an improvement is a false alarm too."""
+    return j["verdict"] == "regression" or (j["variant"] == PLAIN and j["verdict"] == "improvement")
 
 
 def interval(k: int, n: int) -> tuple[float, float]:
@@ -150,16 +219,18 @@ def interval(k: int, n: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-def summarise(trials: list[Trial], settings, totals, levels, meta: dict) -> dict[str, Any]:
-    counts = tally(trials, settings, totals)
+def summarise(
+    trials: list[Trial], settings, totals, levels, meta: dict, baseline_runs: int = 3
+) -> dict[str, Any]:
+    records = judgements(trials, settings, totals, baseline_runs)
     sizes = true_sizes(trials)
-    rows = []
+    rows, bands = [], []
     for mode in MODES_JUDGED:
         for v in [PLAIN, *(variant_name(lv) for lv in levels)]:
-            c = counts[mode].get(v, Counter())
-            n = sum(c[k] for k in ("regression", "improvement", "unchanged", "inconclusive"))
-            hits = c["regression"] + (c["improvement"] if v == PLAIN else 0)
-            measured = sorted(s[v] for s in sizes.values() if v in s)
+            mine = [j for j in records if j["mode"] == mode and j["variant"] == v]
+            c = Counter(j["verdict"] for j in mine) + Counter(f"looks:{j['look']}" for j in mine)
+            n, hits = len(mine), sum(_flagged(j) for j in mine)
+            measured = sorted(j["true_size"] for j in mine if j["true_size"] is not None)
             rows.append(
                 {
                     "mode": mode,
@@ -168,6 +239,7 @@ def summarise(trials: list[Trial], settings, totals, levels, meta: dict) -> dict
                     "flagged": hits,
                     "rate_ci95": interval(hits, n),
                     "counts": dict(c),
+                    "sessions": len({j["session"] for j in mine}),
                     "true_size": None
                     if not measured
                     else {
@@ -177,10 +249,27 @@ def summarise(trials: list[Trial], settings, totals, levels, meta: dict) -> dict
                     },
                 }
             )
+            if v == PLAIN:
+                continue
+            for band in ("below", "at", "above"):
+                inside = [j for j in mine if size_band(j["true_size"], float(v)) == band]
+                k = sum(_flagged(j) for j in inside)
+                bands.append(
+                    {
+                        "mode": mode,
+                        "variant": v,
+                        "band": band,
+                        "n": len(inside),
+                        "flagged": k,
+                        "rate_ci95": interval(k, len(inside)),
+                    }
+                )
     return {
         "meta": meta,
         "rows": rows,
+        "by_true_size": bands,
         "true_sizes": {f"{s}|{c}": v for (s, c), v in sizes.items()},
+        "judgements": records,
     }
 
 
@@ -190,11 +279,13 @@ def render(summary: dict[str, Any]) -> str:
         "# perfgate experiment: power and false alarms",
         "",
         f"{meta['device']}; {meta['sessions']} sessions x {meta['trials']} trials x "
-        f"{meta['benchmarks']} benchmarks; looks at {meta['totals']} rounds a side; "
+        f"{meta['benchmarks']} benchmarks; looks at {meta['totals']} rounds a side; stored "
+        f"baseline: {meta.get('baseline_runs', 3)} other sessions' runs pooled; "
         f"`{meta['command']}`",
         "",
-        "| mode | injected | true size (min / median / max) | flagged | rate (95% CI) | verdicts |",
-        "| --- | ---: | --- | ---: | --- | --- |",
+        "| mode | injected | true size (min / median / max) | flagged | rate (95% CI) | sessions "
+        "| verdicts |",
+        "| --- | ---: | --- | ---: | --- | ---: | --- |",
     ]
     for r in summary["rows"]:
         what = "none (false alarms)" if r["variant"] == PLAIN else f"{float(r['variant']):.0%}"
@@ -204,13 +295,68 @@ def render(summary: dict[str, Any]) -> str:
         rate = "" if not r["n"] else f"{r['flagged'] / r['n']:.1%} ({lo:.1%}-{hi:.1%})"
         verdicts = ", ".join(f"{k} {v}" for k, v in sorted(r["counts"].items()))
         lines.append(
-            f"| {r['mode']} | {what} | {size} | {r['flagged']}/{r['n']} | {rate} | {verdicts} |"
+            f"| {r['mode']} | {what} | {size} | {r['flagged']}/{r['n']} | {rate} | "
+            f"{r.get('sessions', '')} | {verdicts} |"
         )
+    bands = summary.get("by_true_size") or []
+    if bands:
+        lines += [
+            "",
+            f"Detection by each trial's measured size: below, at (within ±{SIZE_BAND:.0%} of the "
+            "level) or above it.",
+            "",
+            "| mode | injected | below | at the level | above |",
+            "| --- | ---: | --- | --- | --- |",
+        ]
+        for mode in MODES_JUDGED:
+            for v in dict.fromkeys(b["variant"] for b in bands if b["mode"] == mode):
+                cells = []
+                for band in ("below", "at", "above"):
+                    b = next(x for x in bands if (x["mode"], x["variant"], x["band"]) ==
+                             (mode, v, band))  # fmt: skip
+                    lo, hi = b["rate_ci95"]
+                    cells.append(
+                        f"{b['flagged']}/{b['n']}" + (f" ({lo:.1%}-{hi:.1%})" if b["n"] else "")
+                    )
+                lines.append(f"| {mode} | {float(v):.0%} | " + " | ".join(cells) + " |")
+    cal = meta.get("calibration")
+    if cal:
+        lines += ["", _render_calibration(cal)]
     return "\n".join(lines) + "\n"
 
 
+def _render_calibration(cal: dict[str, dict]) -> str:
+    """One line per level: how the closed loop ended over every session and case."""
+    import numpy as np
+
+    per_level: dict[str, list[dict]] = {}
+    for info in cal.values():
+        for v, c in info.items():
+            per_level.setdefault(v, []).append(c)
+    parts = []
+    for v, cs in sorted(per_level.items(), key=lambda kv: float(kv[0])):
+        achieved = np.array([c["achieved"] for c in cs])
+        steps = [len(c["steps"]) for c in cs]
+        parts.append(
+            f"{float(v):.0%}: {sum(c['converged'] for c in cs)}/{len(cs)} converged, "
+            f"{sum(c['floor_limited'] for c in cs)} floor-limited, prepare-time size "
+            f"{achieved.min():+.2%}..{achieved.max():+.2%}, steps {min(steps)}-{max(steps)}"
+        )
+    return "Calibration (closed loop, per session and case): " + "; ".join(parts) + "."
+
+
 # -- measuring (GPU) ---------------------------------------------------------------------------
-def run_session(session: int, selected, levels, settings, totals, trials: int) -> list[Trial]:
+def run_session(
+    session: int,
+    selected,
+    levels,
+    settings,
+    totals,
+    trials: int,
+    calibration: dict | None = None,
+) -> list[Trial]:
+    """One session's trials. ``calibration``, when given, receives B's closed-loop calibration
+    of every level per case (``"s<session>|<case>" -> {variant: Calibration.as_dict()}``)."""
     from perfgate import adaptive, interleave
     from perfgate.bench import REPO
 
@@ -224,10 +370,19 @@ def run_session(session: int, selected, levels, settings, totals, trials: int) -
         for spec in selected:  # one case at a time, as perfgate ab and the pytest harness do
             case = spec["name"]
             a.ask({"op": "prepare", "cases": [spec], "levels": []})
-            b.ask({"op": "prepare", "cases": [spec], "levels": list(levels)})
+            info = b.ask({"op": "prepare", "cases": [spec], "levels": list(levels)})
+            if calibration is not None:
+                got = (info.get("cases") or {}).get(case) or {}
+                calibration[f"s{session}|{case}"] = {
+                    v: got[v]["calibration"]
+                    for v in variants[1:]
+                    if isinstance(got.get(v), dict) and "calibration" in got[v]
+                }
+            a_stream = interleave.Stream(a, case, PLAIN)
+            every = [a_stream, *(interleave.Stream(b, case, v) for v in variants)]
+            interleave.measure(every, WARMUP_ROUNDS, {})  # discarded, as production's warm-up
             for index in range(trials):
                 samples: dict[tuple, list[float]] = {}
-                a_stream = interleave.Stream(a, case, PLAIN)
 
                 def extend(pending, total, a_stream=a_stream, samples=samples, case=case):
                     streams = [a_stream, *(interleave.Stream(b, case, v) for v in pending)]
@@ -327,6 +482,12 @@ def _options(parser: argparse.ArgumentParser) -> None:
         help="start no session that would end after this many seconds",
     )
     parser.add_argument(
+        "--measure-only",
+        action="store_true",
+        help="write samples.npz and meta.json, and leave the judging to --reanalyse elsewhere "
+        "(its bootstrap takes minutes of CPU that a GPU lease need not pay for)",
+    )
+    parser.add_argument(
         "--reanalyse",
         type=Path,
         metavar="NPZ",
@@ -363,7 +524,12 @@ def _run(args: argparse.Namespace) -> int:
     }
     if args.reanalyse:
         trials = load_samples(args.reanalyse)
-        meta.update(device="(re-analysed)", sessions=len({t.session for t in trials}))
+        recorded = args.reanalyse.with_name("meta.json")
+        if recorded.is_file():  # the measuring run's device, sessions and calibration
+            kept = json.loads(recorded.read_text())
+            meta.update({k: kept[k] for k in ("device", "calibration") if k in kept})
+        meta.setdefault("device", "(re-analysed)")
+        meta["sessions"] = len({t.session for t in trials})
     else:
         if not bench.gpu_available():
             return bench._no_gpu("experiment")
@@ -374,8 +540,11 @@ def _run(args: argparse.Namespace) -> int:
         except WorkerError as exc:
             print(f"perfgate experiment: error: {exc}", file=sys.stderr)
             return 1
-        save_samples(args.out / "samples.npz", trials)
-    summary = summarise(trials, gate.stats, totals, levels, meta)
+        if args.measure_only:
+            print(f"experiment: {len(trials)} trials in {args.out}/samples.npz; judge them with "
+                  f"--reanalyse {args.out}/samples.npz")  # fmt: skip
+            return 0
+    summary = summarise(trials, gate.stats, totals, levels, meta, gate.baseline_runs)
     (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
     text = render(summary)
     (args.out / "summary.md").write_text(text)
@@ -384,12 +553,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _measure(args, selected, levels, gate, totals, meta) -> list[Trial]:
+    """Sessions until ``--runs`` or the budget; the samples and meta are written after every
+    session, so that a run cut short still leaves what it measured."""
     from perfgate import fingerprint
 
     fp = fingerprint.collect()
     meta["device"] = (
         f"{fp['gpu_name']} ({fp['device_key']}), torch {fp['torch']}, triton {fp['triton']}"
     )
+    meta["calibration"] = {}
     trials: list[Trial] = []
     start, longest, sessions = time.monotonic(), 0.0, 0
     for session in range(args.runs):
@@ -397,9 +569,14 @@ def _measure(args, selected, levels, gate, totals, meta) -> list[Trial]:
             print(f"experiment: budget reached after {sessions} sessions", flush=True)
             break
         t0 = time.monotonic()
-        trials += run_session(session, selected, levels, gate.stats, totals, args.trials)
+        trials += run_session(
+            session, selected, levels, gate.stats, totals, args.trials, meta["calibration"]
+        )
         longest = max(longest, time.monotonic() - t0)
         sessions += 1
+        meta["sessions"] = sessions
+        save_samples(args.out / "samples.npz", trials)
+        (args.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
         print(f"experiment: session {session} done in {time.monotonic() - t0:.0f} s", flush=True)
     meta["sessions"] = sessions
     return trials

@@ -12,10 +12,12 @@ Protocol: one JSON object per line. Requests on stdin, answers on the process's 
 
 - ``{"op": "prepare", "cases": [CASE...], "levels": [0.05, ...]}``: drop what was prepared
   before, build every case's inputs (the same seeds as the pytest harness), check every output
-  against the reference, capture the graph over the rotated copies, and calibrate one device
-  sleep per injected level (:mod:`perfgate.inject`), queued after the replay inside the timed
-  region. Answer: ``{"ok": true, "cases": {id: INFO}}``. The orchestrators prepare one case at a
-  time, as the pytest harness does.
+  against the reference, capture the graph over the rotated copies, and per injected level one
+  more graph of the same calls with a device sleep captured after them, its cycles calibrated in
+  a closed loop until the measured slowdown is the level (:mod:`perfgate.inject`). Answer:
+  ``{"ok": true, "cases": {id: INFO}}``, INFO holding each level's calibration (cycles, the
+  measured size, the steps). The orchestrators prepare one case at a time, as the pytest
+  harness does.
 - ``{"op": "run", "case": ID, "variant": "plain" | "0.05", "rounds": N}``: N rounds, each after
   the cache flush; answer ``{"ok": true, "samples": [seconds per call, ...]}``.
 - ``{"op": "quit"}``. Any failure answers ``{"ok": false, "error": "one line"}``.
@@ -58,24 +60,18 @@ def use_kernels_from(root: Path) -> None:
 
 
 class Bench:
-    """One case ready to time: its launch (a graph over the copies) and, per injected variant,
-    the calibrated sleep queued right after the replay, inside the timed region."""
+    """One case ready to time: its plain launch (a graph over the copies) and, per injected
+    variant, a launch of the same calls with the calibrated sleep captured after them."""
 
-    def __init__(self, launch: Any, calls: int, sleeps: dict[str, Any]) -> None:
+    def __init__(self, launch: Any, calls: int, injected: dict[str, Any] | None = None) -> None:
         self.launch = launch
         self.calls = calls
-        self.sleeps = sleeps
+        self.injected = injected or {}
 
     def work(self, variant: str):
         if variant == PLAIN:
             return self.launch.run
-        sleep = self.sleeps[variant]  # KeyError names an unknown variant
-
-        def replay_then_sleep() -> None:
-            self.launch.run()
-            sleep()
-
-        return replay_then_sleep
+        return self.injected[variant].run  # KeyError names an unknown variant
 
 
 class Worker:
@@ -141,15 +137,40 @@ class Worker:
         torch.cuda.synchronize()
         plugin.check_all(plain.outputs, refs, check, f"{plain.kind} launch")
         info: dict[str, Any] = {"calls": len(calls), "launch": plain.kind, "note": plain.note}
-        sleeps = {}
+        injected = {}
         if levels:
             replay = timing.probe_median(plain.run, self.flush, calls=1, rounds=15)
             info["plain_replay_s"] = replay
+            spc = inject.seconds_per_cycle(*inject.timing_points(self.flush))
+            info["seconds_per_cycle"] = spc
             for level in levels:
-                sleeps[variant_name(level)] = inject.calibrate(level * replay, self.flush)
-                info[variant_name(level)] = inject.describe(sleeps[variant_name(level)])
-        self.benches[name] = Bench(plain, len(calls), sleeps)
+                launch, calibration = self._calibrated(calls, plain, replay, spc, level)
+                torch.cuda.synchronize()
+                plugin.check_all(launch.outputs, refs, check, f"{launch.kind} launch, {level:g}")
+                injected[variant_name(level)] = launch
+                info[variant_name(level)] = inject.describe(
+                    inject.DeviceSleep(calibration.cycles), calibration
+                ) | {"launch": launch.kind}
+        self.benches[name] = Bench(plain, len(calls), injected)
         return info
+
+    def _calibrated(self, calls, plain, replay: float, spc: float, level: float):
+        """The injected launch whose measured slowdown is ``level`` (inject.closed_loop): each
+        step captures the calls and a sleep of the step's cycles, and measures it against the
+        plain graph by interleaved replays. Only the kept step's graph stays alive."""
+        from perfgate import inject
+
+        graphs: dict[int, Any] = {}
+
+        def measure(cycles: int) -> float:
+            graphs.clear()  # one injected graph alive at a time (the previous step's is dropped)
+            graphs[cycles] = timing.build_launch(calls, inject.DeviceSleep(cycles))
+            return inject.true_size(plain.run, graphs[cycles].run, self.flush)
+
+        calibration = inject.closed_loop(level, replay, spc, measure)
+        if calibration.cycles not in graphs:
+            measure(calibration.cycles)  # the kept step was an earlier one: capture it again
+        return graphs[calibration.cycles], calibration
 
     def release(self) -> None:
         import gc

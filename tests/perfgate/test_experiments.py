@@ -128,7 +128,18 @@ def test_a_session_end_to_end_with_fake_workers(monkeypatch, tmp_path):
 
     monkeypatch.setattr(interleave, "SideProcess", Side)
     selected = [{"name": "x"}, {"name": "y"}]
-    trials = experiments.run_session(0, selected, (0.03, 0.1), FAST, TOTALS, trials=2)
+    asked = []
+    real_measure = interleave.measure
+    monkeypatch.setattr(
+        interleave, "measure", lambda s, n, out: asked.append(n) or real_measure(s, n, out)
+    )
+    calibration = {}
+    trials = experiments.run_session(
+        0, selected, (0.03, 0.1), FAST, TOTALS, trials=2, calibration=calibration
+    )
+    # every case starts with the discarded warm-up rounds of every stream
+    assert asked.count(experiments.WARMUP_ROUNDS) == 2
+    assert calibration == {"s0|x": {}, "s0|y": {}}  # the fake B reports no calibration
     # one case at a time on each worker, B with the levels
     assert prepared == [("A", ["x"], []), ("B", ["x"], [0.03, 0.1]),
                         ("A", ["y"], []), ("B", ["y"], [0.03, 0.1])]  # fmt: skip
@@ -138,3 +149,43 @@ def test_a_session_end_to_end_with_fake_workers(monkeypatch, tmp_path):
         assert len(t.a_plain) >= max(len(v) for v in t.b.values()) >= TOTALS[0]
     sizes = experiments.true_sizes(trials)
     assert sizes[(0, "x")]["0.1"] == pytest.approx(0.1, abs=0.01)
+
+
+def test_the_stored_baseline_pools_baseline_runs_sessions_after_this_one():
+    trials = synthetic(sessions=5, trials=1, cases=("x",))
+    first = {t.session: t.a_plain for t in trials}
+    base, drift = experiments.stored_baseline(trials, 3, "x", TOTALS[0], runs=3)
+    assert base == first[4] + first[0] + first[1]  # the next three, cyclically
+    from perfgate.baseline import run_drift
+
+    assert drift == run_drift([float(np.median(first[s])) for s in (4, 0, 1)])
+    one, none = experiments.stored_baseline(trials, 0, "x", TOTALS[0], runs=1)
+    assert one == first[1] and none is None  # one run: no drift, a single-run baseline
+
+
+@pytest.mark.parametrize(
+    ("size", "band"),
+    [(0.0424, "below"), (0.0426, "at"), (0.05, "at"), (0.0574, "at"), (0.0576, "above")],
+)
+def test_size_bands_around_the_level(size, band):
+    assert experiments.size_band(size, 0.05) == band
+
+
+def test_detection_is_reported_against_each_trials_measured_size():
+    # one session's injection fell short (2% for a "10%"): those trials show as below the level
+    trials = synthetic(levels=(0.10,))
+    for t in trials:
+        if t.session == 2:
+            t.b["0.1"] = [x / 1.10 * 1.02 for x in t.b["0.1"]]
+    summary = experiments.summarise(trials, FAST, TOTALS, (0.10,), {"x": 1})
+    bands = {(b["mode"], b["band"]): b for b in summary["by_true_size"]}
+    assert bands[("ab", "below")]["n"] == 8 and bands[("ab", "at")]["n"] == 16
+    assert bands[("ab", "at")]["flagged"] == 16
+    rows = {(r["mode"], r["variant"]): r for r in summary["rows"]}
+    assert rows[("ab", "0.1")]["n"] == 24 and rows[("ab", "0.1")]["sessions"] == 3
+    assert rows[("ab", "0.1")]["true_size"]["min"] < 0.03  # the short trials are in the range
+    assert len(summary["judgements"]) == 24 * 2 * 2  # every trial, both modes, both variants
+    text = experiments.render({**summary, "meta": {"device": "d", "sessions": 3, "trials": 4,
+                                                   "benchmarks": 2, "totals": TOTALS,
+                                                   "command": "c"}})  # fmt: skip
+    assert "| stored | 10% | 0/8 " in text and "| 16/16 (" in text  # 2% < the stored 2.5% floor
