@@ -231,7 +231,7 @@ def _gate_description(settings: dict[str, Any]) -> str:
         if "drift_factor" in settings:
             threshold += (
                 f", or max({settings['min_effect_drift']:.1%}, {settings['drift_factor']:g} × "
-                "run-to-run spread) where the baseline records one"
+                "robust run-to-run drift of its runs' medians) where the baseline pools runs"
             )
     return (
         f"A change counts when a one-sided Mann-Whitney U test gives {level} "

@@ -13,8 +13,10 @@ Design (see docs/perfgate-compare.md for the reasoning and the measured error ra
   The interval is two-sided at level ``1 - 2 * alpha``, so each bound is a one-sided
   ``1 - alpha`` bound, the same error rate as the rank test.
 - **Threshold** (:meth:`Settings.threshold`), by what is known about the baseline's drift:
-  against a pooled baseline that records its run-to-run spread of medians,
-  ``max(min_effect_drift, drift_factor * spread)`` (2%, 2x); against a single run,
+  against a pooled baseline that records its per-run medians,
+  ``max(min_effect_drift, drift_factor * drift)`` (2.5%, 3x), ``drift`` being the robust
+  run-to-run standard deviation of those medians (:func:`perfgate.baseline.run_drift`,
+  ``1.4826 x MAD / median``: one run in a slow episode does not raise it); against a single run,
   ``max(min_effect, noise_factor * noise)`` (3%, 2x), ``noise`` being the robust relative spread
   of the samples (``1.4826 * MAD / median`` of each side, root mean square of the two), a proxy
   for the drift nobody measured; in a same-job A/B, ``ab_min_effect`` (1.5%): both sides were
@@ -144,7 +146,7 @@ def compare_samples(
 ) -> Result:
     """The verdict on ``current`` against ``baseline`` (raw per-round times, any one unit).
 
-    ``drift``: the baseline's recorded run-to-run spread of medians (a fraction), which sets the
+    ``drift``: the baseline's run-to-run drift of medians (a fraction, ``baseline.drifts``), which sets the
     threshold instead of the within-run noise; ``ab``: both sides were measured interleaved in
     one job (``perfgate ab``), so there is no drift and the threshold is ``ab_min_effect``;
     ``looks``: how many looks the adaptive procedure may take, each at ``alpha / looks``.

@@ -277,7 +277,8 @@ def test_pool_runs_concatenates_samples_and_records_the_spread(tmp_path, make_re
     path = tmp_path / "p.json"
     bl.write_atomic(path, pooled)
     assert bl.drifts(bl.load(path)) == {
-        b["fullname"]: b["extra_info"][bl.RUNS_KEY]["spread"] for b in pooled["benchmarks"]
+        b["fullname"]: bl.run_drift(b["extra_info"][bl.RUNS_KEY]["medians"])
+        for b in pooled["benchmarks"]
     }
     assert bl.drifts(runs[0]) == {}  # a single run records no spread
     assert runs[0]["benchmarks"][0]["stats"]["rounds"] == 20  # the inputs are untouched
@@ -335,3 +336,34 @@ def test_device_differences_name_each_field():
     old = {"gpu_name": "NVIDIA H200", "arch": "sm90", "compute_units": 132, "driver": "1"}
     assert bl.device_differences(old, dict(old, driver="2")) == ""  # a driver is not a device
     assert bl.device_differences(old, dict(old, compute_units=66)) == "compute_units 132 -> 66"
+
+
+# -- the drift a stored threshold allows for: robust, one slow run does not set it ------------
+def test_run_drift_is_the_mad_of_the_run_medians():
+    assert bl.run_drift([1.0, 1.0, 1.04]) == 0.0  # one run in a slow episode is ignored
+    assert bl.run_drift([2.0, 2.0]) == 0.0
+    # median 1.01, absolute deviations 0.01, 0, 0.02: MAD 0.01
+    assert bl.run_drift([1.0, 1.01, 1.03]) == pytest.approx(1.4826 * 0.01 / 1.01, rel=1e-12)
+    # two runs: half the distance, 0.74 x the range relative to their mean
+    assert bl.run_drift([1.0, 1.02]) == pytest.approx(1.4826 * 0.01 / 1.01, rel=1e-12)
+    # a spread most runs share still counts
+    assert bl.run_drift([1.0, 1.02, 1.04, 1.06, 1.08]) == pytest.approx(
+        1.4826 * 0.02 / 1.04, rel=1e-12
+    )
+
+
+@pytest.mark.parametrize("medians", [[1.0], [], [1.0, 0.0], [1.0, -1.0]])
+def test_run_drift_refuses_fewer_than_two_positive_medians(medians):
+    with pytest.raises(ValueError, match="medians must hold >= 2 positive values"):
+        bl.run_drift(medians)
+
+
+def test_one_slow_run_of_three_leaves_the_stored_threshold_at_its_floor():
+    # the committed H200 baseline's m16-n2112-k7168: medians 18.64, 18.64, 19.43 us (one run in
+    # a slow episode). The range made the threshold 2 x 4.2% = 8.5%, above a 5% slowdown.
+    from perfgate.stats import Settings
+
+    s = Settings()
+    drift = bl.run_drift([18.64e-6, 18.64e-6, 19.43e-6])
+    assert s.threshold(0.0, drift=drift) == s.min_effect_drift
+    assert s.threshold(0.0, drift=bl.run_spread([18.64e-6, 18.64e-6, 19.43e-6])) > 0.05

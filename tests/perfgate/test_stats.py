@@ -318,8 +318,8 @@ def test_large_sides_are_bootstrapped_m_out_of_n_with_the_full_width():
     ("drift", "ab", "threshold"),
     [
         (None, False, 0.03),  # no recorded spread: the old floor
-        (0.001, False, 0.02),  # a quiet baseline: the 2% floor
-        (0.015, False, 0.03),  # 2 x a 1.5% spread is above the floor
+        (0.001, False, 0.025),  # a quiet baseline: the 2.5% floor
+        (0.015, False, 0.045),  # 3 x a 1.5% drift is above the floor
         (None, True, 0.015),  # A/B: no drift between the sides
         (0.05, True, 0.015),  # A/B ignores a stored spread
     ],
