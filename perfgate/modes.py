@@ -41,7 +41,7 @@ MODES: tuple[Mode, ...] = (
     ),
     Mode(
         "host",
-        "host time per custom_kernel call: back-to-back batches, the GPU never the bound",
+        "host time per custom_kernel call over an interleaved reference path (x 10 us): back-to-back batches, the GPU never the bound",
         groups=("host",),
     ),
 )

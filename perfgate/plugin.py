@@ -11,7 +11,9 @@ Every benchmark it runs is a pytest-benchmark benchmark timed with
   follows a flush long enough that the host path ends before the GPU reaches the call, as in the
   task's harness (:func:`perfgate.timing.leaderboard_flush`), so a sample is device time.
 - ``host``: the ``host`` group only: host time per ``custom_kernel`` call, batches of
-  back-to-back calls on an idle GPU (:class:`perfgate.host.HostTimed`); no other mode times it.
+  back-to-back calls on an idle GPU, each call interleaved with a fixed reference path and the
+  sample their ratio x 10 us (:class:`perfgate.host.HostTimed`, :func:`perfgate.host.reference_path`:
+  the lent VM's CPU speed moves by up to 1.8x, the ratio cancels it); no other mode times it.
 
 Before any timing every output is checked against the reference, so a wrong kernel cannot make a
 baseline. See docs/perfgate-bench.md.
@@ -28,6 +30,7 @@ point's name, so that a later ``-p perfgate.plugin`` would register the same mod
 from __future__ import annotations
 
 import itertools
+import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -361,7 +364,8 @@ class Harness:
             check_gemm(custom_kernel(data), ref, f"input set {i}")
         delay = host.host_delay_seconds()
         work = host.with_host_delay(custom_kernel, delay) if delay else custom_kernel
-        target = host.HostTimed(work, [(d,) for d in sets])
+        reference = host.reference_path(sets[0], self.device)
+        target = host.HostTimed(work, [(d,) for d in sets], reference=reference)
         last_ref = refs[(host.HOST_BATCH - 1) % len(sets)]
 
         def teardown(*_: Any) -> None:
@@ -371,9 +375,15 @@ class Harness:
         benchmark.extra_info.update(
             m=shape.m, n=shape.n, k=shape.k, mode="host", launch="direct",
             calls_per_sample=target.calls, injected_host_us=delay * 1e6,
+            sample_unit=f"host time per call / reference path x {host.REFERENCE_SCALE_S:g} s",
         )  # fmt: skip
         self.finish(benchmark, target, lambda: torch.cuda.synchronize(), teardown)
         benchmark.extra_info["flush_bytes"] = 0  # host mode never flushes: no device time here
+        work_s, ref_s = zip(*target.history, strict=True)
+        benchmark.extra_info.update(  # the plain microseconds behind the normalised samples
+            host_us_per_call_median=statistics.median(work_s) * 1e6,
+            reference_us_per_call_median=statistics.median(ref_s) * 1e6,
+        )
 
     # -- split-K reducer ------------------------------------------------------------------------
     def reducer(self, benchmark: Any, case: ReducerCase) -> None:

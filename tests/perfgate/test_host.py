@@ -213,8 +213,48 @@ def test_host_timed_adds_host_seconds_per_call_cycling_inputs():
     assert timed() == 2 and timed.last == 2
     assert seen == [1, 2, 3, 1, 2]  # distinct inputs back to back, as the harness regenerates them
     assert clock.read() == 0.5  # 2.5 s over 5 calls (exact on the clock's quantum)
+    assert timed.history == [(0.5, None)]
     with pytest.raises(ValueError, match="calls >= 1"):
         host.HostTimed(print, [], calls=3)
+
+
+def test_host_timed_with_a_reference_adds_the_ratio_of_interleaved_times():
+    from perfgate.timing import DeviceClock
+
+    order, clock = [], DeviceClock()
+    # ticks: ref 1 s then work 3 s, ref 1 s then work 5 s: 8 s of work over 2 s of reference
+    ticks = iter([0.0, 1.0, 4.0, 4.0, 5.0, 10.0])
+    timed = host.HostTimed(
+        lambda x: order.append(("work", x)) or x,
+        [(1,), (2,)],
+        calls=2,
+        clock=clock,
+        now=lambda: next(ticks),
+        reference=lambda: order.append(("ref", None)),
+    )
+    assert timed() == 2
+    assert order == [("ref", None), ("work", 1), ("ref", None), ("work", 2)]  # call by call
+    assert clock.read() == pytest.approx(4.0 * host.REFERENCE_SCALE_S, rel=1e-9)
+    assert timed.history == [(4.0, 1.0)]  # seconds per call of each, for the report
+    with pytest.raises(TypeError, match="reference must be callable"):
+        host.HostTimed(print, [(1,)], reference=3)
+
+
+def test_host_timed_refuses_a_reference_that_takes_no_time():
+    timed = host.HostTimed(lambda: None, [()], calls=1, now=lambda: 1.0, reference=lambda: None)
+    with pytest.raises(RuntimeError, match=r"reference path took 0\.0 s"):
+        timed()
+
+
+def test_the_reference_path_reads_the_operands_and_allocates_the_output():
+    import torch
+
+    a, b = torch.zeros(4, 8, dtype=torch.bfloat16), torch.zeros(6, 8, dtype=torch.bfloat16)
+    key, out = host.reference_path((a, b, None), "cpu")()
+    assert out.shape == (4, 6) and out.dtype == torch.bfloat16
+    assert key[0][:3] == ((4, 8), (8, 1), torch.bfloat16)
+    with pytest.raises(ValueError, match="at least A and B"):
+        host.reference_path((a,), "cpu")
 
 
 @pytest.mark.parametrize(
