@@ -29,6 +29,7 @@ so tuned tables are made with the timer that gates them.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import statistics
@@ -167,9 +168,27 @@ def rotation_count(set_bytes: int, cache_bytes: int, *, minimum: int = 4, maximu
     return max(minimum, min(maximum, -(-cache_bytes // set_bytes)))
 
 
+# GPU cycles the gate's flush holds the device for after its write (torch.cuda._sleep, CUDA and
+# ROCm): ~250 us at the H200's 1.98 GHz, ~210 us at the MI355X's 2.4 GHz. The events around a
+# timed replay measure from the moment the GPU reaches the start event; if the GPU has already
+# finished the flush (2x L2: ~40 us on the H200) before the CPU has queued the start event and
+# the graph launch, the GPU idles inside the timed region and the CPU's speed leaks into device
+# time. On the lent H200 the guest's CPU speed moves up to 1.8x for seconds at a time (docs/
+# views.md), and one worker of an A/B pair ran 2-3% slower for such stretches (docs/
+# perfgate-compare.md); a hold far longer than the CPU's submission keeps the queue ahead.
+HOLD_CYCLES = 500_000
+
+
 def gate_flush(last_level_cache_bytes: int, device: Any) -> CacheFlush:
-    """The flush every timed round starts with, in the gate and in the tools alike."""
-    return CacheFlush(flush_bytes(last_level_cache_bytes), device)
+    """The flush every timed round starts with, in the gate and in the tools alike: the cache
+    write, then (on a GPU) a device-side hold of :data:`HOLD_CYCLES` so that the timed work is
+    queued before the GPU reaches it."""
+    import torch
+
+    hold = None
+    if torch.device(device).type == "cuda":
+        hold = functools.partial(torch.cuda._sleep, HOLD_CYCLES)
+    return CacheFlush(flush_bytes(last_level_cache_bytes), device, hold=hold)
 
 
 # Leaderboard mode's flush. The task's harness fills ~62.5 GiB before each timed call, so the GPU
@@ -193,12 +212,15 @@ def leaderboard_flush(last_level_cache_bytes: int, device: Any) -> CacheFlush:
 class CacheFlush:
     """Overwrites ``nbytes`` of device memory; called in pytest-benchmark's untimed ``setup``."""
 
-    def __init__(self, nbytes: int, device: Any) -> None:
+    def __init__(self, nbytes: int, device: Any, *, hold: Callable[[], None] | None = None) -> None:
         import torch
 
         if nbytes <= 0 or nbytes % 4:
             raise ValueError(f"nbytes must be a positive multiple of 4, got {nbytes}")
+        if hold is not None and not callable(hold):
+            raise TypeError(f"hold must be callable or None, got {type(hold).__name__}")
         self.nbytes = nbytes
+        self.hold = hold
         self._buffer = torch.empty(nbytes // 4, dtype=torch.int32, device=device)
         self._count = 0
 
@@ -206,6 +228,8 @@ class CacheFlush:
         # A new value each time: a write the hardware cannot skip as unchanged.
         self._count = (self._count + 1) % (2**31 - 1)
         self._buffer.fill_(self._count)
+        if self.hold is not None:
+            self.hold()
 
 
 def env_number(environ: Mapping[str, str], name: str, example: str, upper: float) -> float:

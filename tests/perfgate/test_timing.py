@@ -193,6 +193,36 @@ def test_gate_flush_is_the_flush_policy():
     flush()
     flush()
     assert flush._buffer.unique().tolist() == [2]  # a new value each time: a real write
+    assert flush.hold is None  # no GPU queue to hold on a CPU
+
+
+def test_flush_holds_the_gpu_after_its_write(monkeypatch):
+    # The hold keeps the GPU busy until the CPU has queued the timed work: it must come after
+    # the write (a hold before it would let the GPU idle again), on every call.
+    import torch
+
+    order = []
+    flush = timing.CacheFlush(16, "cpu", hold=lambda: order.append(("hold", flush._count)))
+    real_fill = torch.Tensor.fill_
+    monkeypatch.setattr(
+        torch.Tensor, "fill_", lambda t, v: (order.append(("fill", v)), real_fill(t, v))[1]
+    )
+    flush()
+    flush()
+    assert order == [("fill", 1), ("hold", 1), ("fill", 2), ("hold", 2)]
+    with pytest.raises(TypeError, match="hold must be callable or None, got int"):
+        timing.CacheFlush(16, "cpu", hold=5)
+
+
+def test_gate_flush_holds_a_gpu_for_its_cycles(monkeypatch):
+    import torch
+
+    slept = []
+    monkeypatch.setattr(torch.cuda, "_sleep", slept.append)
+    monkeypatch.setattr(torch, "empty", lambda *a, **k: torch.zeros(4, dtype=torch.int32))
+    flush = timing.gate_flush(4096, "cuda")
+    flush()
+    assert slept == [timing.HOLD_CYCLES]
 
 
 def test_median_per_call_warms_up_then_times_one_launch_after_flushes(monkeypatch):
