@@ -157,7 +157,8 @@ KEYS: tuple[Key, ...] = (
         float,
         lambda v: 0 <= v < math.inf,
         "finite and >= 0",
-        "threshold against such a baseline = max(min_effect_drift, drift_factor x its spread)",
+        "threshold against such a baseline = max(min_effect_drift, drift_factor x the robust "
+        "run-to-run drift: 1.4826 x MAD / median of the per-run medians)",
         STATS,
     ),
     Key(
