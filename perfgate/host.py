@@ -96,11 +96,39 @@ def _launch_codes() -> set:
 
         consts = CompiledKernel.__getitem__.__code__.co_consts
         codes.update(c for c in consts if getattr(c, "co_name", None) == "runner")
+    from kernels.gemm import _CompiledLaunch
     from kernels.reducer.native import NativeReducer
 
+    codes.add(_CompiledLaunch.__call__.__code__)  # the bound GEMM launch
     codes.add(NativeReducer.__call__.__code__)
+    codes.add(_CountedPlan.__call__.__code__)  # the bound reduction, seen through its wrapper
     codes.add(_dry_launch.__code__)
     return codes
+
+
+class _CountedPlan:
+    """A native reduction plan made while counting. The launcher's planned reduction is a
+    C-level ``functools.partial`` over a ctypes function: no Python frame, so ``sys.setprofile``
+    never sees it. While counting, :meth:`NativeReducer.plan` returns its plan in this wrapper,
+    whose call is a launch entry; :func:`count_call` binds every call key afresh under it and
+    drops those bindings afterwards, so no wrapped plan outlives the count. The wrapper's frame
+    is perfgate's, outside the launcher's scope; the call to it from the launcher is one of its
+    ``python_calls`` (a split-K call counts one more than the bare partial costs)."""
+
+    __slots__ = ("launch",)
+
+    def __init__(self, launch: Callable[[int], int]) -> None:
+        self.launch = launch
+
+    def __call__(self, out_ptr: int) -> int:
+        return self.launch(out_ptr)
+
+
+def _counting_plan(original: Callable[..., Any]) -> Callable[..., Any]:
+    def plan(self: Any, *args: Any) -> _CountedPlan:
+        return _CountedPlan(original(self, *args))
+
+    return plan
 
 
 def _dry_launch(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> None:
@@ -242,6 +270,9 @@ class Census:
                 from triton.runtime.interpreter import InterpretedFunction
 
                 stack.enter_context(_patched(InterpretedFunction, "run", _dry_launch))
+            from kernels.reducer.native import NativeReducer
+
+            stack.enter_context(_patched(NativeReducer, "plan", _counting_plan(NativeReducer.plan)))
             stack.enter_context(Ops())
             previous = sys.getprofile()
             sys.setprofile(self._profile)
@@ -266,15 +297,21 @@ def count_call(call: Callable[[], Any], *, dry: bool, calls: int = COUNTED_CALLS
     needs a deterministic path)."""
     import torch
 
+    from kernels.gemm import clear_launch_cache
+
     per_call = []
-    for i in range(WARMUP_CALLS + calls):
-        census = Census(dry=dry)
-        with census.active():
-            call()
-        if i >= WARMUP_CALLS:
-            per_call.append({c: dict(sorted(census.counts[c].items())) for c in CATEGORIES})
-    if torch.cuda.is_available():
-        torch.cuda.synchronize()
+    clear_launch_cache()  # every binding made while counting (its plans wrapped: _CountedPlan)
+    try:
+        for i in range(WARMUP_CALLS + calls):
+            census = Census(dry=dry)
+            with census.active():
+                call()
+            if i >= WARMUP_CALLS:
+                per_call.append({c: dict(sorted(census.counts[c].items())) for c in CATEGORIES})
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+    finally:
+        clear_launch_cache()  # and none kept: later calls launch unwrapped
     if any(p != per_call[0] for p in per_call):
         raise RuntimeError("the host path differs between identical calls: counts are not stable")
     return per_call[0]

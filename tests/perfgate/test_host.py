@@ -339,3 +339,19 @@ def test_a_lost_launch_cache_fails(monkeypatch, clean):
     assert "gemm.custom_kernel > gemm.gemm_a16wfp4 > gemm._validate" in grown
     # the split-K workspace is allocated again on every call: an allocation the baseline lacks
     assert any(f.startswith(f"{SPLIT.id}: allocations 0 -> 1") for f in failures), failures
+
+
+def test_a_planned_native_reduction_is_counted(monkeypatch, tmp_path):
+    """The bound split-K call reduces through a planned native launch: a C-level partial that
+    sys.setprofile cannot see. The gate must still count it, as one launch on its own path.
+    On the CPU the native reducer's host build stands in for the GPU library."""
+    from kernels import splitk
+    from kernels.reducer import host as host_build
+
+    lib = host_build.load_host(tmp_path)
+    monkeypatch.setattr(splitk, "_choice", lambda device: splitk._Choice("native", "host", lib))
+    counts = host.collect([SPLIT])
+    launches = counts["shapes"][SPLIT.id]["launches"]
+    assert host.totals(counts)[SPLIT.id]["launches"] == 2, launches
+    assert [p for p in launches if p.endswith("perfgate.host._CountedPlan.__call__")], launches
+    assert not gemm._BOUND, "a binding with a counting plan outlived the count"
