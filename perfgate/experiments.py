@@ -280,7 +280,8 @@ def render(summary: dict[str, Any]) -> str:
         "",
         f"{meta['device']}; {meta['sessions']} sessions x {meta['trials']} trials x "
         f"{meta['benchmarks']} benchmarks; looks at {meta['totals']} rounds a side; stored "
-        f"baseline: {meta.get('baseline_runs', 3)} other sessions' runs pooled; "
+        f"baseline: {min(meta.get('baseline_runs', 3), meta['sessions'] - 1)} other sessions' "
+        "runs pooled; "
         f"`{meta['command']}`",
         "",
         "| mode | injected | true size (min / median / max) | flagged | rate (95% CI) | sessions "
