@@ -471,3 +471,53 @@ def test_launch_hooks_see_the_bound_launch():
     torch.cuda.synchronize()
     assert seen == ["gemm_a16wfp4_kernel"], seen
     assert check_leaderboard(out, reference_gemm(data[0], data[3], data[4]))
+
+
+class _FakeCompiled:
+    """What _CompiledLaunch reads from a triton CompiledKernel, recording the launches."""
+
+    function, packed_metadata = 0xF00, ("packed",)
+
+    def __init__(self):
+        self.launches, self.grids, self.meta_asked = [], [], []
+
+    def __getitem__(self, grid):
+        self.grids.append(grid)
+
+    def run(self, *args):
+        self.launches.append(args)
+
+    def launch_metadata(self, grid, stream, *args):
+        self.meta_asked.append((grid, stream, args))
+        return "meta"
+
+
+@pytest.mark.parametrize("hooked", [False, True])
+def test_the_direct_launch_passes_what_tritons_runner_passes(monkeypatch, hooked):
+    # The bound GEMM launch calls the compiled kernel's launcher as CompiledKernel[grid]'s runner
+    # does: grid, stream, function, packed metadata, launch metadata, enter and exit hooks, then
+    # the kernel's arguments (pointers as ints). Launch metadata is built only when a hook will
+    # read it (triton <= 3.6: a hook or None; later: a HookChain, empty without hooks).
+    from triton import knobs
+
+    class Chain:
+        def __init__(self, calls):
+            self.calls = calls
+
+    enter, leave = Chain(["hook"] if hooked else []), Chain([])
+    monkeypatch.setattr(knobs.runtime, "launch_enter_hook", enter)
+    monkeypatch.setattr(knobs.runtime, "launch_exit_hook", leave)
+    compiled = _FakeCompiled()
+    launch = gemm._CompiledLaunch(compiled, (7, 2, 1), ("M", "N", 64))
+    launch(123, 0x1000, 0x2000, 0x3000, 0x4000)
+    assert compiled.grids == [(7, 2, 1)]  # handles loaded once, at bind time
+    meta = "meta" if hooked else None
+    assert compiled.launches == [
+        (7, 2, 1, 123, 0xF00, ("packed",), meta, enter, leave,
+         0x1000, 0x2000, 0x3000, 0x4000, "M", "N", 64)
+    ]  # fmt: skip
+    want_asked = [((7, 2, 1), 123, (0x1000, 0x2000, 0x3000, 0x4000, "M", "N", 64))]
+    assert compiled.meta_asked == (want_asked if hooked else [])
+    monkeypatch.setattr(knobs.runtime, "launch_enter_hook", None)  # triton <= 3.6, no hook
+    launch(5, 1, 2, 3, 4)
+    assert compiled.launches[-1][6:8] == (None, None)
