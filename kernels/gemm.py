@@ -305,21 +305,24 @@ class _Bound:
             return out.zero_() if self.zero_fill else out
         if self.interpreted:
             check_kernel_device(a, "A")  # TRITON_INTERPRET is read at call time, as before
-            return self._call_jit(a, b, bs, out, 0)
-        if self.index != _current_device():
+            stream = 0
+        elif self.index != _current_device():
             with torch.cuda.device(self.index):
                 return self(a, b, bs, out)
-        stream = _raw_stream(self.index)
+        else:
+            stream = _raw_stream(self.index)
         ws = None
         if self.split:  # the cached workspace inline: this is the hot path
-            ws = None if _capturing() else self.workspaces.get(stream)
+            ws = None if not self.interpreted and _capturing() else self.workspaces.get(stream)
             if ws is None:
                 ws = self.workspace(out, stream)
         pa, pb, ps = a.data_ptr(), b.data_ptr(), bs.data_ptr()
         pc = out.data_ptr() if ws is None else ws.ptr
         if self.launch is None or (pa | pb | ps | pc) & 15:
-            return self._call_jit(a, b, bs, out, stream, ws)
-        self.launch(stream, pa, pb, ps, pc)
+            # Triton's JIT path: the interpreter, a first call, unaligned pointers
+            self._launch_jit(a, b, bs, out if ws is None else ws.partials)
+        else:
+            self.launch(stream, pa, pb, ps, pc)
         if ws is not None:
             launch = ws.reduction.launch
             if launch is None:
@@ -348,19 +351,6 @@ class _Bound:
         )
         reduction = bind_reducer(partials, out, self.ldo, stream)
         return _Workspace(partials, partials.data_ptr(), reduction)
-
-    def _call_jit(self, a, b, bs, out, stream: int, ws: _Workspace | None = None):
-        """The call through Triton's JIT path (interpreter, unaligned pointers, first call)."""
-        if self.split and ws is None:
-            ws = self.workspace(out, stream)
-        self._launch_jit(a, b, bs, out if ws is None else ws.partials)
-        if ws is not None:
-            red = ws.reduction
-            if red.launch is None:
-                red.fallback(out)
-            else:
-                red.check(red.launch(out.data_ptr()))
-        return out
 
     def _launch_jit(self, a, b, bs, c) -> None:
         from kernels._gemm_kernel import gemm_a16wfp4_kernel
