@@ -41,6 +41,9 @@ FINGERPRINT_KEYS = (
 
 # extra_info key of a pooled baseline's per-run medians and their spread
 RUNS_KEY = "perfgate_runs"
+# extra_info key of the per-process medians of a run made of several processes (and of every
+# process of a baseline pooled from such runs): for people and history, never for the threshold
+PROCESSES_KEY = "perfgate_processes"
 
 
 class BaselineError(Exception):
@@ -89,7 +92,8 @@ def _validate(path: Path, data: Any) -> None:
             raise fail(f"duplicate benchmark fullname {name!r}")
         seen.add(name)
         _validate_samples(fail, name, bench.get("stats"))
-        _validate_runs(fail, name, bench.get("extra_info"))
+        _validate_runs(fail, name, bench.get("extra_info"), RUNS_KEY, "per-run")
+        _validate_runs(fail, name, bench.get("extra_info"), PROCESSES_KEY, "per-process")
 
 
 def _validate_perfgate(fail, machine_info: Any) -> None:
@@ -142,18 +146,18 @@ def _validate_samples(fail, name: str, stats: Any) -> None:
         )
 
 
-def _validate_runs(fail, name: str, extra_info: Any) -> None:
-    """``extra_info.perfgate_runs`` (a pooled baseline's per-run medians) must be consistent:
-    a wrong spread would move the gate's threshold without anyone seeing it."""
-    runs = extra_info.get(RUNS_KEY) if isinstance(extra_info, dict) else None
+def _validate_runs(fail, name: str, extra_info: Any, key: str, what: str) -> None:
+    """``extra_info.<key>`` (per-run or per-process medians of pooled samples) must be
+    consistent: a wrong per-run spread would move the gate's threshold without anyone seeing it."""
+    runs = extra_info.get(key) if isinstance(extra_info, dict) else None
     if runs is None:
         return
-    where = f"benchmark {name!r}: extra_info.{RUNS_KEY}"
+    where = f"benchmark {name!r}: extra_info.{key}"
     if not isinstance(runs, dict):
         raise fail(f"{where} must be an object")
     medians, spread = runs.get("medians"), runs.get("spread")
     if not isinstance(medians, list) or len(medians) < 2:
-        raise fail(f"{where}.medians must list >= 2 per-run medians")
+        raise fail(f"{where}.medians must list >= 2 {what} medians")
     if not all(_positive(m) for m in medians):
         raise fail(f"{where}.medians must be finite seconds > 0, got {medians!r}")
     if not _positive(spread, allow_zero=True):
@@ -212,30 +216,64 @@ def drifts(data: dict[str, Any]) -> dict[str, float]:
 def pool_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """One baseline from independent runs of the same selection: the first run's file with each
     benchmark's samples concatenated over the runs and its per-run medians and spread recorded
-    (``extra_info.perfgate_runs``). Raises BaselineError when the runs do not match."""
+    (``extra_info.perfgate_runs``). Runs made of several processes keep every process's median
+    (``extra_info.perfgate_processes``, all runs' processes). Raises BaselineError when the runs
+    do not match."""
+    out = _pool(runs, "run", RUNS_KEY, "runs")
+    for bench in out["benchmarks"]:
+        records = [_record(run, bench["fullname"], PROCESSES_KEY) for run in runs]
+        extra = bench.setdefault("extra_info", {})
+        if all(records):
+            medians = [m for r in records for m in r["medians"]]
+            extra[PROCESSES_KEY] = {
+                "processes": len(medians),
+                "rounds": [n for r in records for n in r["rounds"]],
+                "medians": medians,
+                "spread": run_spread(medians),
+            }
+        else:  # the first run's record would describe that run alone
+            extra.pop(PROCESSES_KEY, None)
+    return out
+
+
+def pool_processes(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One run from the files of its processes (``perfgate bench`` splits a run's rounds over
+    ``processes.<mode>`` of them): samples concatenated, each process's median recorded in
+    ``extra_info.perfgate_processes``. Raises BaselineError when the processes do not match."""
+    return _pool(parts, "process", PROCESSES_KEY, "processes")
+
+
+def _record(data: dict[str, Any], name: str, key: str) -> dict[str, Any] | None:
+    for bench in data["benchmarks"]:
+        if bench["fullname"] == name:
+            return (bench.get("extra_info") or {}).get(key)
+    return None
+
+
+def _pool(parts: list[dict[str, Any]], what: str, key: str, count: str) -> dict[str, Any]:
     import copy
     import statistics
 
-    if not runs:
-        raise BaselineError("no runs to pool")
-    first = runs[0]
+    if not parts:
+        raise BaselineError(f"no {what}es to pool" if what == "process" else f"no {what}s to pool")
+    first = parts[0]
     names = [b["fullname"] for b in first["benchmarks"]]
-    for i, run in enumerate(runs[1:], 1):
-        if (device_key(run), mode(run)) != (device_key(first), mode(first)):
-            raise BaselineError(f"run {i} was recorded on another device or in another mode")
-        if sorted(b["fullname"] for b in run["benchmarks"]) != sorted(names):
-            raise BaselineError(f"run {i} measured other benchmarks than run 0")
-    per_run = [samples(run) for run in runs]
+    for i, part in enumerate(parts[1:], 1):
+        if (device_key(part), mode(part)) != (device_key(first), mode(first)):
+            raise BaselineError(f"{what} {i} was recorded on another device or in another mode")
+        if sorted(b["fullname"] for b in part["benchmarks"]) != sorted(names):
+            raise BaselineError(f"{what} {i} measured other benchmarks than {what} 0")
+    per_part = [samples(part) for part in parts]
     out = copy.deepcopy(first)
     for bench in out["benchmarks"]:
         name = bench["fullname"]
-        data = [x for s in per_run for x in s[name]]
+        data = [x for s in per_part for x in s[name]]
         bench["stats"].update(_summary(data), data=data, rounds=len(data))
-        if len(runs) >= 2:
-            medians = [statistics.median(s[name]) for s in per_run]
-            bench.setdefault("extra_info", {})[RUNS_KEY] = {
-                "runs": len(runs),
-                "rounds": [len(s[name]) for s in per_run],
+        if len(parts) >= 2:
+            medians = [statistics.median(s[name]) for s in per_part]
+            bench.setdefault("extra_info", {})[key] = {
+                count: len(parts),
+                "rounds": [len(s[name]) for s in per_part],
                 "medians": medians,
                 "spread": run_spread(medians),
             }

@@ -122,7 +122,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     )
     from perfgate import settings
 
-    settings.add_options(parser, settings.STATS, settings.ROUNDS)
+    settings.add_options(parser, settings.STATS, settings.ROUNDS, settings.PROCESSES)
     parser.add_argument(
         "pytest_args",
         nargs=argparse.REMAINDER,
@@ -260,25 +260,74 @@ def _rounds_override(mode: str, args: argparse.Namespace) -> list[str]:
 
 
 # -- running ----------------------------------------------------------------------------------
+def process_rounds(rounds: int, processes: int) -> list[int]:
+    """``rounds`` split over ``processes`` as evenly as whole rounds allow (the first ones take
+    the remainder): what each process of a run measures. Every process measures at least one."""
+    for name, v in (("rounds", rounds), ("processes", processes)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {v!r}")
+    if processes > rounds:
+        raise ValueError(f"cannot split {rounds} rounds over {processes} processes")
+    share, extra = divmod(rounds, processes)
+    return [share + (i < extra) for i in range(processes)]
+
+
 def run_mode(
-    mode: str, args: argparse.Namespace, *, warmup_rounds: int | None = None
+    mode: str, args: argparse.Namespace, gate, *, warmup_rounds: int | None = None
 ) -> tuple[int, Path]:
     """Run one mode's benchmarks; (exit code as compare's 0/1/2 or 0 on success, results path).
 
-    ``warmup_rounds``: a warm-up pass of that many rounds, its results discarded (see
-    :func:`warm_up`)."""
+    A run is ``processes.<mode>`` pytest processes (``[tool.perfgate.processes]``) that split
+    the mode's rounds evenly; their samples are pooled into one results file, which records each
+    process's median (:func:`perfgate.baseline.pool_processes`). Why: on the H200 a leaderboard
+    process keeps an offset of up to 1.7% for its whole life, the same on every shape and
+    through re-allocated inputs and flush buffer (docs/views.md), so one process per run made
+    the run-to-run spread; a run of several processes averages it.
+
+    ``warmup_rounds``: a warm-up pass of that many rounds in one process, its results discarded
+    (see :func:`warm_up`)."""
+    from perfgate import baseline as bl
+
     paths = result_paths(args.results_dir, mode, args.tag)
     json_path = paths["json"].resolve()
     if warmup_rounds is not None:
         json_path = json_path.with_suffix(".warmup.json")
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.unlink(missing_ok=True)  # never compare a stale file from an earlier run
-    rounds = _rounds_override(mode, args)
     if warmup_rounds is not None:
-        rounds = [f"--perfgate-rounds={warmup_rounds}"]
+        return _run_process(mode, args, json_path, [f"--perfgate-rounds={warmup_rounds}"])
+    processes = gate.processes[mode]
+    if processes == 1:
+        return _run_process(mode, args, json_path, _rounds_override(mode, args))
+    parts = []
+    for i, rounds in enumerate(process_rounds(gate.rounds[mode], processes)):
+        part = json_path.with_suffix(f".p{i}.json")
+        part.unlink(missing_ok=True)
+        print(f"perfgate: {mode} mode: process {i + 1} of {processes}, {rounds} rounds", flush=True)
+        rc, _ = _run_process(mode, args, part, [f"--perfgate-rounds={rounds}"])
+        if rc:
+            return rc, json_path
+        try:
+            parts.append(_load_result(part, mode))
+        except bl.BaselineError as exc:
+            print(f"perfgate: {mode} mode: process {i + 1}: {exc}", file=sys.stderr)
+            return 2, json_path
+    try:
+        pooled = bl.pool_processes(parts)
+    except bl.BaselineError as exc:
+        print(f"perfgate: {mode} mode: {exc}", file=sys.stderr)
+        return 2, json_path
+    bl.write_atomic(json_path, pooled)
+    return 0, json_path
+
+
+def _run_process(
+    mode: str, args: argparse.Namespace, json_path: Path, rounds: list[str]
+) -> tuple[int, Path]:
+    """One pytest process of a run, writing ``json_path``; (exit code as :func:`run_mode`)."""
     extra = rounds + passthrough(args.pytest_args)
     cmd = pytest_command(mode, json_path, keyword=args.keyword, markers=args.markers, extra=extra)
-    what = "warm-up pass, discarded" if warmup_rounds is not None else "mode"
+    what = "warm-up pass, discarded" if json_path.name.endswith(".warmup.json") else "mode"
     print(f"perfgate: {mode} {what}: {' '.join(cmd[1:])}", flush=True)
     env = dict(os.environ, PERFGATE_REQUIRE_GPU="1")
     rc = subprocess.run(cmd, cwd=REPO, env=env, check=False).returncode
@@ -312,7 +361,7 @@ def warm_up(mode: str, args: argparse.Namespace, gate) -> int:
     selection. ``--no-warmup-pass`` skips it."""
     if args.no_warmup_pass:
         return 0
-    rc, _ = run_mode(mode, args, warmup_rounds=gate.stats.min_samples)
+    rc, _ = run_mode(mode, args, gate, warmup_rounds=gate.stats.min_samples)
     return rc
 
 
@@ -342,7 +391,7 @@ def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
     rc = warm_up(mode, args, gate)
     if rc:
         return rc
-    rc, json_path = run_mode(mode, args)
+    rc, json_path = run_mode(mode, args, gate)
     if rc:
         return rc
     try:
@@ -528,7 +577,7 @@ def _record_runs(mode: str, args: argparse.Namespace, runs: int, gate) -> dict[s
     if rc:
         raise _RunFailed("the warm-up pass failed", rc)
     for i in range(runs):
-        rc, json_path = run_mode(mode, args)
+        rc, json_path = run_mode(mode, args, gate)
         if rc:
             raise _RunFailed(f"run {i + 1} of {runs} incomplete", rc)
         recorded.append(_load_result(json_path, mode))

@@ -10,6 +10,8 @@ alpha = 0.01
 ...
 [tool.perfgate.rounds]           # measured rounds per benchmark, per timing mode
 device = 200
+[tool.perfgate.processes]        # pytest processes a run's rounds are split over, per mode
+leaderboard = 4
 [tool.perfgate.isa]              # the static ISA gate (perfgate.isa.gate)
 vgpr_tolerance_abs = 4
 ```
@@ -58,7 +60,7 @@ PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 TABLE = "tool.perfgate"
 
 # Option groups, by the commands that use them.
-STATS, ROUNDS, ISA, BASELINE = "stats", "rounds", "isa", "baseline"
+STATS, ROUNDS, PROCESSES, ISA, BASELINE = "stats", "rounds", "processes", "isa", "baseline"
 
 
 class SettingsError(ValueError):
@@ -212,6 +214,19 @@ KEYS: tuple[Key, ...] = (
         )
         for mode in MODE_NAMES
     ),
+    *(
+        Key(
+            f"processes.{mode}",
+            int,
+            lambda v: 1 <= v <= 16,
+            "an int in [1, 16]",
+            f"separate pytest processes one {mode}-mode run is made of: its rounds are split "
+            "evenly over them and their samples pooled, so that a state fixed for a process's "
+            "life is averaged over several",
+            PROCESSES,
+        )
+        for mode in MODE_NAMES
+    ),
     Key(
         "isa.vgpr_tolerance_abs",
         int,
@@ -287,10 +302,11 @@ class GateSettings:
     """Everything in ``[tool.perfgate]``, checked, with any overrides applied."""
 
     stats: Settings
-    rounds: Mapping[str, int]  # timing mode -> measured rounds per benchmark
+    rounds: Mapping[str, int]  # timing mode -> measured rounds per benchmark (per run)
     isa: IsaTolerances
     source: str  # the file read, and the overridden keys, for messages
-    baseline_runs: int = 3  # always set by load() from the table
+    baseline_runs: int  # independent runs update-baselines pools
+    processes: Mapping[str, int]  # timing mode -> pytest processes per run
 
     def values(self) -> dict[str, int | float]:
         """Every key by its dotted name: the flat view that reports echo."""
@@ -298,6 +314,7 @@ class GateSettings:
             k.name: getattr(self.stats, k.name) for k in KEYS if k.group == STATS
         }
         out.update({f"rounds.{mode}": n for mode, n in self.rounds.items()})
+        out.update({f"processes.{mode}": n for mode, n in self.processes.items()})
         out["isa.vgpr_tolerance_abs"] = self.isa.vgpr_tolerance_abs
         out["isa.vgpr_tolerance_rel"] = self.isa.vgpr_tolerance_rel
         out["isa.valu_tolerance_rel"] = self.isa.valu_tolerance_rel
@@ -354,7 +371,8 @@ def defaults() -> GateSettings:
 
 
 def add_options(parser: argparse.ArgumentParser, *groups: str) -> None:
-    """Add ``--<key>`` for every key of ``groups`` (STATS, ROUNDS, ISA); unset means the table's."""
+    """Add ``--<key>`` for every key of ``groups`` (STATS, ROUNDS, PROCESSES, ISA); unset means
+    the table's."""
     group = parser.add_argument_group(
         "gate settings", f"override [{TABLE}] of pyproject.toml for this run"
     )
@@ -456,4 +474,7 @@ def _build(values: Mapping[str, int | float], source: str) -> GateSettings:
         ),
         source=source,
         baseline_runs=int(values["baseline_runs"]),
+        processes=MappingProxyType(
+            {mode: int(values[f"processes.{mode}"]) for mode in _ROUND_MODES}
+        ),
     )

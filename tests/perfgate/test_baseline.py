@@ -318,6 +318,59 @@ def test_a_corrupt_spread_is_an_error_never_a_threshold(
         bl.load(path)
 
 
+# -- runs made of several processes ------------------------------------------------------------
+def test_pool_processes_records_each_process_and_never_sets_a_threshold(
+    tmp_path, make_result, gpu_like
+):
+    parts = _runs(make_result, gpu_like, factors=(1.0, 1.012, 0.996, 1.004))
+    run = bl.pool_processes(parts)
+    for bench in run["benchmarks"]:
+        name = bench["fullname"]
+        assert bench["stats"]["data"] == [x for p in parts for x in bl.samples(p)[name]]
+        rec = bench["extra_info"][bl.PROCESSES_KEY]
+        assert rec["processes"] == 4 and rec["rounds"] == [20] * 4
+        assert rec["spread"] == bl.run_spread(rec["medians"]) > 0
+        assert bl.RUNS_KEY not in bench["extra_info"]
+    # one run: the processes' spread is for people; the threshold needs runs (drift of runs)
+    assert bl.drifts(run) == {}
+    with pytest.raises(bl.BaselineError, match="process 1 measured other benchmarks"):
+        bl.pool_processes([parts[0], make_result({"t::a": gpu_like(1, 20)})])
+    with pytest.raises(bl.BaselineError, match="no processes"):
+        bl.pool_processes([])
+
+
+def test_pool_runs_keeps_every_process_of_every_run(make_result, gpu_like):
+    runs = [
+        bl.pool_processes(_runs(make_result, gpu_like, factors=(1.0 + r / 100, 1.0, 0.99)))
+        for r in range(2)
+    ]
+    pooled = bl.pool_runs(runs)
+    for bench in pooled["benchmarks"]:
+        name = bench["fullname"]
+        procs = bench["extra_info"][bl.PROCESSES_KEY]
+        assert procs["processes"] == 6 and procs["rounds"] == [20] * 6
+        assert procs["medians"] == [
+            m for r in runs for m in r["benchmarks"][0 if name == "t::a" else 1]["extra_info"][
+                bl.PROCESSES_KEY]["medians"]
+        ]  # fmt: skip
+        assert bench["extra_info"][bl.RUNS_KEY]["rounds"] == [60, 60]
+    # a single-process run among them: the first run's record would describe that run alone
+    mixed = bl.pool_runs([runs[0], _runs(make_result, gpu_like)[0]])
+    assert all(bl.PROCESSES_KEY not in b["extra_info"] for b in mixed["benchmarks"])
+
+
+def test_a_corrupt_process_record_is_an_error(tmp_path, make_result, gpu_like):
+    run = bl.pool_processes(_runs(make_result, gpu_like))
+    rec = run["benchmarks"][0]["extra_info"][bl.PROCESSES_KEY]
+    rec["medians"] = rec["medians"][:1]
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(run))
+    with pytest.raises(
+        bl.BaselineError, match=r"perfgate_processes\.medians must list >= 2 per-process"
+    ):
+        bl.load(path)
+
+
 def test_append_samples_keeps_stats_consistent(tmp_path, make_result, gpu_like):
     data = make_result({"t::a": gpu_like(1, 20), "t::b": gpu_like(2, 20)})
     bl.append_samples(data, make_result({"t::a": gpu_like(3, 40)}))

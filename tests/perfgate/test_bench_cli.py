@@ -245,6 +245,67 @@ def test_update_pools_independent_runs_and_records_their_spread(fake_gpu):
     assert written["machine_info"]["perfgate"]["fingerprint"]["git_commit"] == "0123abc"
 
 
+def test_a_leaderboard_run_is_four_processes_pooled(fake_gpu):
+    # [tool.perfgate] rounds.leaderboard = 400 over processes.leaderboard = 4: 100 rounds each
+    args = ["--mode", "leaderboard", "--no-warmup-pass", *fake_gpu["dirs"]]
+    assert main(["update-baselines", "--runs", "2", *args]) == 0
+    assert len(fake_gpu["commands"]) == 8
+    assert all("--perfgate-rounds=100" in c for c in fake_gpu["commands"])
+    base = load(fake_gpu["tmp"] / "pb" / "nvidia-h200" / "leaderboard.json")
+    for bench_ in base["benchmarks"]:
+        assert bench_["stats"]["rounds"] == 800
+        assert bench_["extra_info"]["perfgate_runs"]["rounds"] == [400, 400]
+        procs = bench_["extra_info"]["perfgate_processes"]
+        assert procs["processes"] == 8 and procs["rounds"] == [100] * 8
+    assert main(["bench", *args]) == 0
+    assert len(fake_gpu["commands"]) == 12
+    run = load(fake_gpu["tmp"] / "results" / "leaderboard.json")
+    for bench_ in run["benchmarks"]:
+        assert bench_["stats"]["rounds"] == 400
+        assert bench_["extra_info"]["perfgate_processes"]["processes"] == 4
+    # each process's file is its own, next to the pooled one
+    assert len(list((fake_gpu["tmp"] / "results").glob("leaderboard.p[0-9].json"))) == 4
+
+
+def test_processes_and_rounds_options_split_a_run(fake_gpu):
+    args = ["--mode", "leaderboard", "--no-warmup-pass", "--allow-missing-baseline"]
+    argv = ["bench", *args, "--rounds-leaderboard", "11", "--processes-leaderboard", "3"]
+    assert main([*argv, *fake_gpu["dirs"]]) == 0
+    rounds = [a for c in fake_gpu["commands"] for a in c if a.startswith("--perfgate-rounds=")]
+    assert rounds == ["--perfgate-rounds=4", "--perfgate-rounds=4", "--perfgate-rounds=3"]
+    # device mode keeps one process and its table rounds (no --perfgate-rounds at all)
+    fake_gpu["commands"].clear()
+    assert main(["bench", "--no-warmup-pass", "--allow-missing-baseline", *fake_gpu["dirs"]]) == 0
+    assert len(fake_gpu["commands"]) == 1
+    assert not any(a.startswith("--perfgate-rounds") for a in fake_gpu["commands"][0])
+
+
+def test_a_failing_process_fails_the_run_without_a_comparison(fake_gpu, capsys):
+    args = ["--mode", "leaderboard", "--no-warmup-pass", *fake_gpu["dirs"]]
+    assert main(["update-baselines", "--runs", "2", *args]) == 0
+    fake_gpu["commands"].clear()
+    fake_gpu["rc"] = 1  # the first process finds a wrong output
+    assert main(["bench", *args]) == 1
+    assert len(fake_gpu["commands"]) == 1  # the run stops at the failing process
+    assert "a benchmark failed" in capsys.readouterr().err
+    assert not (fake_gpu["tmp"] / "results" / "leaderboard.compare.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("rounds", "processes", "message"),
+    [(3, 4, "cannot split 3 rounds over 4 processes"), (10, 0, "processes must be an int >= 1")],
+)
+def test_process_rounds_refuses_what_cannot_be_split(rounds, processes, message):
+    with pytest.raises(ValueError, match=message):
+        bench.process_rounds(rounds, processes)
+
+
+def test_process_rounds_splits_evenly():
+    assert bench.process_rounds(400, 4) == [100] * 4
+    assert bench.process_rounds(10, 4) == [3, 3, 2, 2]
+    assert bench.process_rounds(7, 1) == [7]
+
+
 @pytest.mark.parametrize("runs", ["0", "21", "x"])
 def test_update_rejects_a_bad_runs_option(fake_gpu, capsys, runs):
     code = None

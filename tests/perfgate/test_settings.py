@@ -87,7 +87,11 @@ def test_float_keys_accept_integers_and_stay_floats(tmp_path):
         ("seed = 0", "seed = 0\nmin_efect = 0.03", "unknown key min_efect; known: alpha, "),
         ("device = 200", "device = 200\nsmoke = 3", "unknown key rounds.smoke"),
         ("seed = 0", None, "[tool.perfgate] lacks seed (int, >= 0)"),
-        ("leaderboard = 300", None, "lacks rounds.leaderboard"),
+        ("leaderboard = 400", None, "lacks rounds.leaderboard"),
+        # processes: a run of 0 processes measures nothing; above 16, a run would take minutes
+        ("leaderboard = 4  #", "leaderboard = 0  #", "processes.leaderboard must be an int in [1, 16], got 0"),
+        ("leaderboard = 4  #", "leaderboard = 17  #", "processes.leaderboard must be an int in [1, 16], got 17"),
+        ("host = 1", None, "lacks processes.host"),
         ("[tool.perfgate.isa]", "[tool.perfgate_isa]", "lacks isa.vgpr_tolerance_abs"),
         ("[tool.perfgate.rounds]", "rounds = 3\n[tool.perfgate_rounds]", "rounds must be a table"),
         ("alpha = 0.01 ", "alpha = = 0.01 ", "not valid TOML"),
@@ -148,7 +152,7 @@ def test_bad_override_names_the_option(overrides, message):
 def test_every_command_takes_its_keys_as_options():
     parser = build_parser()
     stats = [k.flag for k in settings.KEYS if k.group == settings.STATS]
-    rounds = [k.flag for k in settings.KEYS if k.group == settings.ROUNDS]
+    rounds = [k.flag for k in settings.KEYS if k.group in (settings.ROUNDS, settings.PROCESSES)]
     isa = [k.flag for k in settings.KEYS if k.group == settings.ISA]
     commands = {
         "compare": ["b.json", "c.json"],
