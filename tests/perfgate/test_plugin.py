@@ -29,7 +29,7 @@ def test_modes_are_defined_once_and_shared():
     assert modes.MODE_NAMES == ("device", "leaderboard", "host")
     assert bench.MODE_NAMES is modes.MODE_NAMES
     assert baseline.MODES is modes.MODE_NAMES
-    assert modes.get("leaderboard").default_rounds == 300
+    assert modes.get("leaderboard").default_rounds == 400
     with pytest.raises(
         ValueError, match="mode must be one of device, leaderboard, host, got 'wall'"
     ):
@@ -47,9 +47,10 @@ def test_every_mode_has_its_rounds_in_the_settings_table():
     from perfgate import settings
 
     assert set(settings.defaults().rounds) == set(modes.MODE_NAMES)
+    assert set(settings.defaults().processes) == set(modes.MODE_NAMES)
 
 
-@pytest.mark.parametrize("mode, rounds", [("device", 200), ("leaderboard", 300), ("host", 200)])
+@pytest.mark.parametrize("mode, rounds", [("device", 200), ("leaderboard", 400), ("host", 200)])
 def test_settings_default_rounds_per_mode(mode, rounds):
     s = Settings.from_options(mode, None, 5)
     assert (s.mode.name, s.rounds, s.warmup, s.use_graph) == (mode, rounds, 5, True)
