@@ -1,0 +1,170 @@
+"""Per-process levels of leaderboard-mode timing (a GPU tool): where its run-to-run spread lives.
+
+``python -m tools.leaderboard_levels [--processes 5] [--epochs 6] [--rounds 160]
+[--keep-placement] [--json OUT]`` starts ``--processes`` worker processes one after another.
+Each times the six ranked shapes as leaderboard mode does (the 2 GiB flush of
+:func:`perfgate.timing.leaderboard_flush`, events around one ``custom_kernel`` call, rotating
+:func:`perfgate.timing.rotation_count` input sets) for ``--epochs`` epochs of ``--rounds`` rounds
+per shape. Before each epoch a worker frees its flush buffer and input copies, allocates a spacer
+of random size and then a new flush buffer and new copies of every input set, so each epoch's
+data lies elsewhere in memory (``--keep-placement`` keeps the first placement instead).
+
+It prints, per shape, each process's level (the median of its epoch medians), the spread of those
+levels across processes and the largest spread of epoch medians inside one process (spreads as
+:func:`perfgate.baseline.run_spread`: (max - min) / min). A within-process spread far below the
+across-process one says the level is set per process and not by where the data lies: that is why
+a leaderboard run pools several processes (``[tool.perfgate.processes]``, docs/views.md).
+Not the code under test: a measuring tool. Outputs are checked once, before timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SPACER_MAX_MIB = 1024
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per shape: ``levels`` (each process's median of its epoch medians, in process order),
+    ``across`` (their spread) and ``within`` (the largest spread of one process's epoch medians).
+    ``rows``: one dict per (process, epoch, shape) with keys ``process``, ``shape``, ``median``."""
+    from perfgate.baseline import run_spread
+
+    table: dict[str, dict[str, list[float]]] = {}
+    for row in rows:
+        table.setdefault(row["shape"], {}).setdefault(row["process"], []).append(row["median"])
+    out = {}
+    for shape, per_process in table.items():
+        if len(per_process) < 2:
+            raise ValueError(
+                f"shape {shape}: need >= 2 processes to compare, got {len(per_process)}"
+            )
+        levels = [statistics.median(m) for m in per_process.values()]
+        within = [run_spread(m) for m in per_process.values() if len(m) >= 2]
+        out[shape] = {
+            "levels": levels,
+            "across": run_spread(levels),
+            "within": max(within) if within else None,
+        }
+    return out
+
+
+def measure(process: int, epochs: int, rounds: int, replace: bool) -> list[dict[str, Any]]:
+    """One worker's rows: every shape's median device microseconds per epoch."""
+    import torch
+
+    from kernels.device import device_info
+    from kernels.gemm import custom_kernel
+    from perfgate.plugin import check_gemm, gemm_inputs
+    from perfgate.shapes import LEADERBOARD, gemm_set_bytes
+    from perfgate.timing import leaderboard_flush, rotation_count
+
+    info, device = device_info(), torch.device("cuda")
+    rng = random.Random(process)
+    first = {}
+    for shape in LEADERBOARD:
+        copies = rotation_count(gemm_set_bytes(shape), info.last_level_cache_bytes)
+        sets, refs = gemm_inputs(shape, copies, device)
+        for i, (data, ref) in enumerate(zip(sets, refs, strict=True)):
+            check_gemm(custom_kernel(data), ref, f"{shape.id} input set {i}")
+        first[shape.id] = sets
+    flush = leaderboard_flush(info.last_level_cache_bytes, device)
+    rows = []
+    for epoch in range(epochs):
+        placed, spacer = first, None
+        if replace:
+            del flush
+            torch.cuda.empty_cache()
+            mib = rng.randrange(SPACER_MAX_MIB)
+            spacer = torch.empty(mib << 20, dtype=torch.uint8, device=device)
+            flush = leaderboard_flush(info.last_level_cache_bytes, device)
+            placed = {k: [tuple(t.clone() for t in d) for d in v] for k, v in first.items()}
+        for shape in LEADERBOARD:
+            sets = placed[shape.id]
+            times = []
+            for r in range(rounds):
+                flush()
+                start, end = (
+                    torch.cuda.Event(enable_timing=True),
+                    torch.cuda.Event(enable_timing=True),
+                )
+                start.record()
+                custom_kernel(sets[r % len(sets)])
+                end.record()
+                end.synchronize()
+                times.append(start.elapsed_time(end) * 1e3)
+            rows.append(
+                {"process": process, "epoch": epoch, "shape": shape.id,
+                 "median": statistics.median(times)}
+            )  # fmt: skip
+        del placed, spacer
+    return rows
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.leaderboard_levels", description=__doc__)
+    parser.add_argument("--processes", type=_positive, default=5, help="worker processes (>= 2)")
+    parser.add_argument("--epochs", type=_positive, default=6, help="epochs per process")
+    parser.add_argument("--rounds", type=_positive, default=160, help="rounds per shape per epoch")
+    parser.add_argument(
+        "--keep-placement", action="store_true", help="keep each worker's first placement"
+    )
+    parser.add_argument("--json", dest="json_out", help="write the rows and the summary as JSON")
+    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.processes < 2:
+        parser.error("--processes must be >= 2: the point is to compare processes")
+    import torch
+
+    if not torch.cuda.is_available():
+        print("tools.leaderboard_levels: needs a GPU", file=sys.stderr)
+        return 2
+    if args.worker is not None:
+        rows = measure(args.worker, args.epochs, args.rounds, not args.keep_placement)
+        print(json.dumps(rows))
+        return 0
+    rows = []
+    for process in range(args.processes):
+        cmd = [sys.executable, "-m", "tools.leaderboard_levels", "--worker", str(process),
+               "--epochs", str(args.epochs), "--rounds", str(args.rounds),
+               *(["--keep-placement"] if args.keep_placement else [])]  # fmt: skip
+        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+        if done.returncode:
+            print(
+                f"tools.leaderboard_levels: worker {process} failed:\n{done.stderr}",
+                file=sys.stderr,
+            )
+            return 1
+        rows += json.loads(done.stdout.strip().splitlines()[-1])
+    summary = summarise(rows)
+    print(f"levels per process, us ({torch.cuda.get_device_name()}, {args.processes} processes, "
+          f"{args.epochs} epochs x {args.rounds} rounds, placement "
+          f"{'kept' if args.keep_placement else 'renewed every epoch'}):")  # fmt: skip
+    for shape, s in summary.items():
+        within = "n/a" if s["within"] is None else f"{100 * s['within']:.2f}%"
+        print(f"  {shape:<18} {' '.join(f'{x:7.3f}' for x in s['levels'])}   "
+              f"across {100 * s['across']:.2f}%, within one process <= {within}")  # fmt: skip
+    if args.json_out:
+        with open(args.json_out, "w") as f:
+            json.dump({"rows": rows, "summary": summary}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
