@@ -10,10 +10,12 @@ of random size and then a new flush buffer and new copies of every input set, so
 data lies elsewhere in memory (``--keep-placement`` keeps the first placement instead).
 
 It prints, per shape, each process's level (the median of its epoch medians), the spread of those
-levels across processes and the largest spread of epoch medians inside one process (spreads as
-:func:`perfgate.baseline.run_spread`: (max - min) / min). A within-process spread far below the
-across-process one says the level is set per process and not by where the data lies: that is why
-a leaderboard run pools several processes (``[tool.perfgate.processes]``, docs/views.md).
+levels across processes, that spread once each process's factor common to all shapes is taken
+out, and the typical spread of epoch medians inside one process (spreads as
+:func:`perfgate.baseline.run_spread`: (max - min) / min); then each process's factor. When the
+factors carry most of the spread across processes, the level is set per process and not per shape
+or per placement: that is why a leaderboard run pools several processes
+(``[tool.perfgate.processes]``, docs/views.md).
 Not the code under test: a measuring tool. Outputs are checked once, before timing.
 """
 
@@ -33,29 +35,42 @@ REPO = Path(__file__).resolve().parents[1]
 SPACER_MAX_MIB = 1024
 
 
-def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per shape: ``levels`` (each process's median of its epoch medians, in process order),
-    ``across`` (their spread) and ``within`` (the largest spread of one process's epoch medians).
-    ``rows``: one dict per (process, epoch, shape) with keys ``process``, ``shape``, ``median``."""
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The levels and what they share. ``rows``: one dict per (process, epoch, shape) with keys
+    ``process``, ``shape`` and ``median``. Returns:
+
+    - ``factors``: per process (in process order), the median over shapes of its level relative
+      to that shape's median level, minus 1: the part of a process's offset common to all shapes;
+    - ``shapes``: per shape, ``levels`` (each process's median of its epoch medians), ``across``
+      (their spread), ``residual`` (their spread once each level is divided by 1 + its process's
+      factor) and ``within`` (the median over processes of the spread of one process's epoch
+      medians; None with one epoch)."""
     from perfgate.baseline import run_spread
 
-    table: dict[str, dict[str, list[float]]] = {}
+    table: dict[str, dict[int, list[float]]] = {}
     for row in rows:
         table.setdefault(row["shape"], {}).setdefault(row["process"], []).append(row["median"])
-    out = {}
+    processes = sorted({p for per in table.values() for p in per})
+    if len(processes) < 2:
+        raise ValueError(f"need >= 2 processes to compare, got {len(processes)}")
     for shape, per_process in table.items():
-        if len(per_process) < 2:
-            raise ValueError(
-                f"shape {shape}: need >= 2 processes to compare, got {len(per_process)}"
-            )
-        levels = [statistics.median(m) for m in per_process.values()]
-        within = [run_spread(m) for m in per_process.values() if len(m) >= 2]
-        out[shape] = {
-            "levels": levels,
-            "across": run_spread(levels),
-            "within": max(within) if within else None,
+        if sorted(per_process) != processes:
+            raise ValueError(f"shape {shape}: measured by processes {sorted(per_process)}, not all")
+    levels = {shape: [statistics.median(per[p]) for p in processes] for shape, per in table.items()}
+    factors = [
+        statistics.median(lv[i] / statistics.median(lv) for lv in levels.values()) - 1
+        for i in range(len(processes))
+    ]
+    shapes = {}
+    for shape, lv in levels.items():
+        epochs = [table[shape][p] for p in processes if len(table[shape][p]) >= 2]
+        shapes[shape] = {
+            "levels": lv,
+            "across": run_spread(lv),
+            "residual": run_spread([x / (1 + f) for x, f in zip(lv, factors, strict=True)]),
+            "within": statistics.median(run_spread(m) for m in epochs) if epochs else None,
         }
-    return out
+    return {"factors": factors, "shapes": shapes}
 
 
 def measure(process: int, epochs: int, rounds: int, replace: bool) -> list[dict[str, Any]]:
@@ -156,10 +171,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"levels per process, us ({torch.cuda.get_device_name()}, {args.processes} processes, "
           f"{args.epochs} epochs x {args.rounds} rounds, placement "
           f"{'kept' if args.keep_placement else 'renewed every epoch'}):")  # fmt: skip
-    for shape, s in summary.items():
+    for shape, s in summary["shapes"].items():
         within = "n/a" if s["within"] is None else f"{100 * s['within']:.2f}%"
-        print(f"  {shape:<18} {' '.join(f'{x:7.3f}' for x in s['levels'])}   "
-              f"across {100 * s['across']:.2f}%, within one process <= {within}")  # fmt: skip
+        print(f"  {shape:<18} {' '.join(f'{x:7.3f}' for x in s['levels'])}   across "
+              f"{100 * s['across']:.2f}%, without the process factors {100 * s['residual']:.2f}%, "
+              f"epochs within a process {within}")  # fmt: skip
+    factors = " ".join(f"{100 * f:+.2f}%" for f in summary["factors"])
+    print(f"  process factors (common to all shapes): {factors}")
     if args.json_out:
         with open(args.json_out, "w") as f:
             json.dump({"rows": rows, "summary": summary}, f, indent=2)

@@ -4,6 +4,7 @@ workers (faked); the measurement itself needs a GPU."""
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 
 import pytest
@@ -19,20 +20,29 @@ def _rows(levels: dict[int, list[float]], shape: str = "m4-n2880-k512") -> list[
     ]
 
 
-def test_summarise_separates_levels_across_and_within_processes():
-    # process 1 sits 6.25% above process 0; inside each the epochs move by at most 3.125%
-    # (binary fractions, so every spread is exact)
-    out = lv.summarise(_rows({0: [8.0, 8.25, 8.0], 1: [8.5, 8.5, 8.75]}))
-    s = out["m4-n2880-k512"]
-    assert s["levels"] == [8.0, 8.5]
-    assert s["across"] == 0.0625
-    assert s["within"] == 0.03125
+def test_summarise_separates_the_process_factor_from_the_rest():
+    # process 1 sits 6.25% above process 0 on both shapes (a factor common to all shapes); inside
+    # process 0 the epochs move by 3.125%. Binary fractions: every ratio is exact.
+    rows = _rows({0: [8.0, 8.25, 8.0], 1: [8.5, 8.5, 8.5]}) + _rows(
+        {0: [16.0, 16.0], 1: [17.0, 17.0]}, shape="m16-n2112-k7168"
+    )
+    out = lv.summarise(rows)
+    a, b = out["shapes"]["m4-n2880-k512"], out["shapes"]["m16-n2112-k7168"]
+    assert a["levels"] == [8.0, 8.5] and b["levels"] == [16.0, 17.0]
+    assert a["across"] == b["across"] == 0.0625
+    # each level against its shape's median (8.25, 16.5): -1/33 and +1/33 on both shapes
+    assert out["factors"] == [8.0 / 8.25 - 1, 8.5 / 8.25 - 1]
+    assert a["residual"] < 1e-12 and b["residual"] < 1e-12  # the factor explains it all
+    assert a["within"] == statistics.median([0.03125, 0.0]) and b["within"] == 0.0
 
 
-def test_summarise_needs_two_processes_and_allows_single_epochs():
+def test_summarise_refuses_what_it_cannot_compare():
     with pytest.raises(ValueError, match="need >= 2 processes"):
-        lv.summarise(_rows({0: [10.0, 10.1]}))
-    assert lv.summarise(_rows({0: [10.0], 1: [10.5]}))["m4-n2880-k512"]["within"] is None
+        lv.summarise(_rows({0: [10.0, 10.5]}))
+    partial = _rows({0: [8.0], 1: [8.5]}) + _rows({0: [16.0]}, shape="m16-n2112-k7168")
+    with pytest.raises(ValueError, match="m16-n2112-k7168: measured by processes \\[0\\], not all"):
+        lv.summarise(partial)
+    assert lv.summarise(_rows({0: [10.0], 1: [10.5]}))["shapes"]["m4-n2880-k512"]["within"] is None
 
 
 def test_one_process_is_refused(capsys):
@@ -64,9 +74,10 @@ def test_workers_run_one_after_another_and_are_summarised(monkeypatch, tmp_path,
     assert lv.main([*args, "--json", str(out)]) == 0
     assert [c[c.index("--worker") + 1] for c in commands] == ["0", "1", "2"]
     assert all("--keep-placement" in c and c[c.index("--rounds") + 1] == "7" for c in commands)
-    summary = json.loads(out.read_text())["summary"]["m4-n2880-k512"]
+    summary = json.loads(out.read_text())["summary"]["shapes"]["m4-n2880-k512"]
     assert summary["levels"] == [8.0, 8.25, 8.5] and summary["within"] == 0.0
-    assert "across 6.25%" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "across 6.25%" in printed and "process factors (common to all shapes)" in printed
 
 
 def test_a_failing_worker_fails_the_tool(monkeypatch, capsys):
