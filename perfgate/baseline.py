@@ -224,13 +224,11 @@ def pool_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
         records = [_record(run, bench["fullname"], PROCESSES_KEY) for run in runs]
         extra = bench.setdefault("extra_info", {})
         if all(records):
-            medians = [m for r in records for m in r["medians"]]
-            extra[PROCESSES_KEY] = {
-                "processes": len(medians),
-                "rounds": [n for r in records for n in r["rounds"]],
-                "medians": medians,
-                "spread": run_spread(medians),
-            }
+            extra[PROCESSES_KEY] = _medians_record(
+                "processes",
+                [n for r in records for n in r["rounds"]],
+                [m for r in records for m in r["medians"]],
+            )
         else:  # the first run's record would describe that run alone
             extra.pop(PROCESSES_KEY, None)
     return out
@@ -241,6 +239,17 @@ def pool_processes(parts: list[dict[str, Any]]) -> dict[str, Any]:
     ``processes.<mode>`` of them): samples concatenated, each process's median recorded in
     ``extra_info.perfgate_processes``. Raises BaselineError when the processes do not match."""
     return _pool(parts, "process", PROCESSES_KEY, "processes")
+
+
+def _medians_record(count: str, rounds: list[int], medians: list[float]) -> dict[str, Any]:
+    """What ``extra_info.perfgate_runs`` / ``perfgate_processes`` hold: one median per pooled part
+    (``count`` of them), its rounds, and their spread."""
+    return {
+        count: len(medians),
+        "rounds": rounds,
+        "medians": medians,
+        "spread": run_spread(medians),
+    }
 
 
 def _record(data: dict[str, Any], name: str, key: str) -> dict[str, Any] | None:
@@ -255,7 +264,7 @@ def _pool(parts: list[dict[str, Any]], what: str, key: str, count: str) -> dict[
     import statistics
 
     if not parts:
-        raise BaselineError(f"no {what}es to pool" if what == "process" else f"no {what}s to pool")
+        raise BaselineError(f"no {count} to pool")
     first = parts[0]
     names = [b["fullname"] for b in first["benchmarks"]]
     for i, part in enumerate(parts[1:], 1):
@@ -270,13 +279,11 @@ def _pool(parts: list[dict[str, Any]], what: str, key: str, count: str) -> dict[
         data = [x for s in per_part for x in s[name]]
         bench["stats"].update(_summary(data), data=data, rounds=len(data))
         if len(parts) >= 2:
-            medians = [statistics.median(s[name]) for s in per_part]
-            bench.setdefault("extra_info", {})[key] = {
-                count: len(parts),
-                "rounds": [len(s[name]) for s in per_part],
-                "medians": medians,
-                "spread": run_spread(medians),
-            }
+            bench.setdefault("extra_info", {})[key] = _medians_record(
+                count,
+                [len(s[name]) for s in per_part],
+                [statistics.median(s[name]) for s in per_part],
+            )
     return out
 
 

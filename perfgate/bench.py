@@ -295,16 +295,17 @@ def run_mode(
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.unlink(missing_ok=True)  # never compare a stale file from an earlier run
     if warmup_rounds is not None:
-        return _run_process(mode, args, json_path, [f"--perfgate-rounds={warmup_rounds}"])
+        rounds = [f"--perfgate-rounds={warmup_rounds}"]
+        return _run_process(mode, args, json_path, rounds, "warm-up pass, discarded")
     processes = gate.processes[mode]
     if processes == 1:
-        return _run_process(mode, args, json_path, _rounds_override(mode, args))
+        return _run_process(mode, args, json_path, _rounds_override(mode, args), "mode")
     parts = []
     for i, rounds in enumerate(process_rounds(gate.rounds[mode], processes)):
         part = json_path.with_suffix(f".p{i}.json")
         part.unlink(missing_ok=True)
-        print(f"perfgate: {mode} mode: process {i + 1} of {processes}, {rounds} rounds", flush=True)
-        rc, _ = _run_process(mode, args, part, [f"--perfgate-rounds={rounds}"])
+        what = f"mode, process {i + 1} of {processes}"
+        rc, _ = _run_process(mode, args, part, [f"--perfgate-rounds={rounds}"], what)
         if rc:
             return rc, json_path
         try:
@@ -322,12 +323,12 @@ def run_mode(
 
 
 def _run_process(
-    mode: str, args: argparse.Namespace, json_path: Path, rounds: list[str]
+    mode: str, args: argparse.Namespace, json_path: Path, rounds: list[str], what: str
 ) -> tuple[int, Path]:
-    """One pytest process of a run, writing ``json_path``; (exit code as :func:`run_mode`)."""
+    """One pytest process of a run, writing ``json_path``; (exit code as :func:`run_mode`).
+    ``what`` names it in the command line printed first."""
     extra = rounds + passthrough(args.pytest_args)
     cmd = pytest_command(mode, json_path, keyword=args.keyword, markers=args.markers, extra=extra)
-    what = "warm-up pass, discarded" if json_path.name.endswith(".warmup.json") else "mode"
     print(f"perfgate: {mode} {what}: {' '.join(cmd[1:])}", flush=True)
     env = dict(os.environ, PERFGATE_REQUIRE_GPU="1")
     rc = subprocess.run(cmd, cwd=REPO, env=env, check=False).returncode

@@ -22,6 +22,8 @@ Not the code under test: a measuring tool. Outputs are checked once, before timi
 from __future__ import annotations
 
 import argparse
+import functools
+import itertools
 import json
 import random
 import statistics
@@ -81,7 +83,7 @@ def measure(process: int, epochs: int, rounds: int, replace: bool) -> list[dict[
     from kernels.gemm import custom_kernel
     from perfgate.plugin import check_gemm, gemm_inputs
     from perfgate.shapes import LEADERBOARD, gemm_set_bytes
-    from perfgate.timing import leaderboard_flush, rotation_count
+    from perfgate.timing import leaderboard_flush, probe_median, rotation_count
 
     info, device = device_info(), torch.device("cuda")
     rng = random.Random(process)
@@ -104,25 +106,18 @@ def measure(process: int, epochs: int, rounds: int, replace: bool) -> list[dict[
             flush = leaderboard_flush(info.last_level_cache_bytes, device)
             placed = {k: [tuple(t.clone() for t in d) for d in v] for k, v in first.items()}
         for shape in LEADERBOARD:
-            sets = placed[shape.id]
-            times = []
-            for r in range(rounds):
-                flush()
-                start, end = (
-                    torch.cuda.Event(enable_timing=True),
-                    torch.cuda.Event(enable_timing=True),
-                )
-                start.record()
-                custom_kernel(sets[r % len(sets)])
-                end.record()
-                end.synchronize()
-                times.append(start.elapsed_time(end) * 1e3)
+            # the input sets in turn, as leaderboard mode rotates them, on perfgate's own timer
+            call = functools.partial(_call_next, custom_kernel, itertools.cycle(placed[shape.id]))
+            seconds = probe_median(call, flush, calls=1, rounds=rounds)
             rows.append(
-                {"process": process, "epoch": epoch, "shape": shape.id,
-                 "median": statistics.median(times)}
-            )  # fmt: skip
+                {"process": process, "epoch": epoch, "shape": shape.id, "median": seconds * 1e6}
+            )
         del placed, spacer
     return rows
+
+
+def _call_next(fn: Any, order: Any) -> Any:
+    return fn(next(order))
 
 
 def _positive(text: str) -> int:
