@@ -4,7 +4,10 @@ Sums fp32 partials (S, M, N) over S in order 0..S-1 in fp32 and rounds to bf16 R
 rounding is written in integer ops (the same formula as ``splitk_reduce.cu``) rather than as
 ``.to(tl.bfloat16)``: Triton's interpreter truncates in that cast (checked with triton 3.9:
 1 + 3 * 2**-8 gives 0x3F81, RNE gives 0x3F82), and NaN bits differ between vendors' cast
-instructions. The integer form gives the same bits everywhere, NaN included.
+instructions. The integer form gives the same bits everywhere, NaN included: every NaN is written
+as the canonical quiet NaN 0x7FC0, because the sign and payload of an fp32 sum that meets a NaN
+are the hardware's (compiled for an NVIDIA GPU the add returns 0x7FFFFFFF; the interpreter and
+x86 keep a quieted operand).
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ import triton.language as tl
 
 @triton.jit
 def _bf16_rne_bits(x):
-    """fp32 -> bf16 bits (in a uint32), round to nearest even; NaN stays a quiet NaN."""
+    """fp32 -> bf16 bits (in a uint32), round to nearest even; every NaN becomes 0x7FC0."""
     u = x.to(tl.uint32, bitcast=True)
     is_nan = (u & 0x7FFFFFFF) > 0x7F800000
     rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16
-    return tl.where(is_nan, (u >> 16) | 0x40, rounded)
+    return tl.where(is_nan, 0x7FC0, rounded)
 
 
 @triton.jit

@@ -4,7 +4,8 @@
 (``kernels/reducer/splitk_reduce.cu``, built ahead of time by ``nox -s build``) when a build for
 this device's architecture exists, and the Triton twin (:mod:`kernels._reduce_kernel`)
 otherwise. Both sum in split order 0..S-1 in fp32 and round to bf16 RNE with the same integer
-formula, so they give the same bits, NaN included.
+formula, so they give the same bits, NaN included (every NaN is
+:data:`CANONICAL_NAN_BITS`, 0x7FC0).
 
 The choice is made once per device, logged once (logger ``kernels.splitk``) and queryable with
 :func:`reducer_backend`. ``MXFP4_REQUIRE_NATIVE_REDUCER=1`` (set on GPU CI runners) turns a
@@ -33,6 +34,10 @@ BACKENDS = ("native", "triton")
 BLOCK_M = 4
 BLOCK_N = 512
 NUM_WARPS = 4
+# The reducers' NaN contract: every NaN output is this positive quiet NaN. An fp32 sum that meets
+# a NaN has the hardware's sign and payload (an NVIDIA add returns 0x7FFFFFFF, x86 and AMD keep a
+# quieted operand), so no other choice gives the same bits on every backend.
+CANONICAL_NAN_BITS = 0x7FC0
 
 
 @dataclass(frozen=True)
@@ -236,7 +241,8 @@ def bind_reducer(
 
 def reduce_partials_reference(partials: torch.Tensor) -> torch.Tensor:
     """The torch oracle: fp32 sum in split order 0..S-1 (starting from partial 0 itself, so -0
-    survives S == 1), then ``.to(torch.bfloat16)``, which rounds to nearest even."""
+    survives S == 1), then ``.to(torch.bfloat16)``, which rounds to nearest even, and every NaN
+    written as :data:`CANONICAL_NAN_BITS`, as both reducers write it."""
     if (
         not isinstance(partials, torch.Tensor)
         or partials.dtype != torch.float32
@@ -248,7 +254,9 @@ def reduce_partials_reference(partials: torch.Tensor) -> torch.Tensor:
     acc = partials[0].clone()
     for s in range(1, partials.shape[0]):
         acc = acc + partials[s]
-    return acc.to(torch.bfloat16)
+    out = acc.to(torch.bfloat16)
+    out.view(torch.int16)[torch.isnan(out)] = CANONICAL_NAN_BITS
+    return out
 
 
 # ---- static ISA gate -----------------------------------------------------------------------------

@@ -23,11 +23,13 @@ namespace mxfp4_splitk {
 constexpr int kThreads = 256;
 
 // fp32 -> bf16 bits, round to nearest even, in integer ops so that every vendor gives the same
-// bits. NaN stays NaN (quiet bit forced, sign kept); +-Inf stays Inf; finite values that round
-// past the largest bf16 become Inf, exactly as RNE prescribes.
+// bits. Every NaN becomes the one canonical quiet NaN 0x7FC0: the sign and payload of an fp32 sum
+// that meets a NaN are the vendor's (an NVIDIA add returns 0x7FFFFFFF, x86 and AMD keep a quieted
+// operand), so only a canonical NaN is the same on every backend. +-Inf stays Inf; finite values
+// that round past the largest bf16 become Inf, exactly as RNE prescribes.
 __device__ __forceinline__ unsigned bf16_rne_bits(float f) {
   const unsigned u = mx_float_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x0040u;
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
   return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
 }
 
