@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -108,12 +109,57 @@ print(json.dumps(out))
 """
 
 
-def test_ranked_shapes_meet_the_static_goals():
-    figures = json.loads(_compile(_RANKED, "").splitlines()[-1])
+# Static figures are facts of one compiler: the goals hold for the triton that the reference
+# figures and the ISA baselines were made with (perf_baselines/isa/gfx950.json records it).
+GOALS_TRITON = json.loads(
+    (Path(__file__).resolve().parents[1] / "perf_baselines/isa/gfx950.json").read_text()
+)["triton"]
+
+
+def _missed_goals(figures: dict) -> list[str]:
+    missed = []
     for shape, (valu, workgroups, occupancy) in _REFERENCE.items():
         got = figures[",".join(map(str, shape))]
-        assert got["valu_per_wave"] <= 1.25 * valu, (shape, got["valu_per_wave"])
+        if got["valu_per_wave"] > 1.25 * valu:
+            missed.append(f"{shape}: {got['valu_per_wave']} VALU/wave > 1.25 x {valu}")
         # a VGPR spill without scratch is a spill into AGPRs: vgpr_spills covers that room too
-        assert got["vgpr_spills"] == got["sgpr_spills"] == got["scratch_bytes"] == 0, shape
-        assert got["workgroups"] >= workgroups, (shape, got["workgroups"])
-        assert got["occupancy"] >= min(occupancy, 2), (shape, got["occupancy"])
+        if got["vgpr_spills"] or got["sgpr_spills"] or got["scratch_bytes"]:
+            missed.append(f"{shape}: spills or scratch {got}")
+        if got["workgroups"] < workgroups:
+            missed.append(f"{shape}: {got['workgroups']} workgroups < {workgroups}")
+        if got["occupancy"] < min(occupancy, 2):
+            missed.append(f"{shape}: occupancy {got['occupancy']} < {min(occupancy, 2)}")
+    return missed
+
+
+def test_ranked_shapes_meet_the_static_goals():
+    import triton
+
+    missed = _missed_goals(json.loads(_compile(_RANKED, "").splitlines()[-1]))
+    if missed and triton.__version__ != GOALS_TRITON:
+        pytest.skip(
+            f"the static goals are figures of triton {GOALS_TRITON} (run `nox -s test` without "
+            f"--no-venv, whose env pins it); triton {triton.__version__} here misses them: "
+            + "; ".join(missed)
+        )
+    assert not missed, missed
+
+
+def test_static_goals_name_what_they_miss():
+    # The checker itself, on figures made up here: each goal is missed by one field.
+    ok = {"valu_per_wave": 0, "vgpr_spills": 0, "sgpr_spills": 0, "scratch_bytes": 0}
+    figures = {
+        ",".join(map(str, shape)): {**ok, "workgroups": wgs, "occupancy": 2}
+        for shape, (_, wgs, _) in _REFERENCE.items()
+    }
+    assert _missed_goals(figures) == []
+    figures["16,2112,7168"]["valu_per_wave"] = 279  # 1.25 x 223 = 278.75
+    figures["4,2880,512"]["sgpr_spills"] = 1
+    figures["32,4096,512"]["workgroups"] = 255
+    figures["64,7168,2048"]["occupancy"] = 1
+    assert [m.split(":")[0] for m in _missed_goals(figures)] == [
+        "(4, 2880, 512)",
+        "(16, 2112, 7168)",
+        "(32, 4096, 512)",
+        "(64, 7168, 2048)",
+    ]

@@ -341,15 +341,29 @@ def test_a_lost_launch_cache_fails(monkeypatch, clean):
     assert any(f.startswith(f"{SPLIT.id}: allocations 0 -> 1") for f in failures), failures
 
 
-def test_a_planned_native_reduction_is_counted(monkeypatch, tmp_path):
-    """The bound split-K call reduces through a planned native launch: a C-level partial that
-    sys.setprofile cannot see. The gate must still count it, as one launch on its own path.
-    On the CPU the native reducer's host build stands in for the GPU library."""
+def _native_reducer_of_this_device(tmp_path):
+    """The native reducer the bound call plans with on the device under test: the GPU build on a
+    GPU (its launches take device pointers; skip without a build, fail under
+    MXFP4_REQUIRE_NATIVE_REDUCER), its host build on the CPU (host pointers)."""
     from kernels import splitk
     from kernels.reducer import host as host_build
 
-    lib = host_build.load_host(tmp_path)
-    monkeypatch.setattr(splitk, "_choice", lambda device: splitk._Choice("native", "host", lib))
+    if not GPU:
+        return host_build.load_host(tmp_path)
+    splitk.reset_backend_choice()
+    choice = splitk._choice(None)  # raises under MXFP4_REQUIRE_NATIVE_REDUCER without a build
+    if choice.backend != "native":
+        pytest.skip(f"native reducer not built: {choice.reason}; run `nox -s build`")
+    return choice.native
+
+
+def test_a_planned_native_reduction_is_counted(monkeypatch, tmp_path):
+    """The bound split-K call reduces through a planned native launch: a C-level partial that
+    sys.setprofile cannot see. The gate must still count it, as one launch on its own path."""
+    from kernels import splitk
+
+    lib = _native_reducer_of_this_device(tmp_path)
+    monkeypatch.setattr(splitk, "_choice", lambda device: splitk._Choice("native", "test", lib))
     counts = host.collect([SPLIT])
     launches = counts["shapes"][SPLIT.id]["launches"]
     assert host.totals(counts)[SPLIT.id]["launches"] == 2, launches

@@ -272,23 +272,26 @@ def test_with_extra_runs_the_extra_pass_after_the_call():
     assert order == [3, "extra"]
 
 
-# -- the inputs and calls the harness and the A/B workers time (run here in the interpreter) -----
-def test_gemm_device_calls_reproduce_their_references():
+# -- the inputs and calls the harness and the A/B workers time, on the device under test ---------
+def test_gemm_device_calls_reproduce_their_references(device):
     # the harness and perfgate.sampler build the timed work from these: each call must write
-    # its own output and give the reference of its own input set, bit for bit here
-    sets, refs = plugin.gemm_inputs(GemmShape(2, 32, 128), 2, "cpu")
+    # its own output and give the reference of its own input set, bit for bit here (compiled on
+    # a GPU, interpreted on a CPU)
+    sets, refs = plugin.gemm_inputs(GemmShape(2, 32, 128), 2, device.type)
     assert [d[0].shape for d in sets] == [(2, 128)] * 2
+    assert {d[0].device.type for d in sets} == {device.type}
     assert not torch.equal(sets[0][0], sets[1][0])  # distinct seeds: distinct inputs
     outs = [call() for call in plugin.gemm_device_calls(sets, refs)]
     assert outs[0].data_ptr() != outs[1].data_ptr()
-    plugin.check_all(outs, refs, plugin.check_gemm, "interpreted call")
+    plugin.check_all(outs, refs, plugin.check_gemm, f"call on {device.type}")
 
 
-def test_reducer_arg_sets_reproduce_their_references():
+def test_reducer_arg_sets_reproduce_their_references(device):
     from kernels.splitk import reduce_partials
 
-    partials, refs = plugin.reducer_inputs(ReducerCase(3, 2, 64), 2, "cpu")
+    partials, refs = plugin.reducer_inputs(ReducerCase(3, 2, 64), 2, device.type)
     assert [tuple(p.shape) for p in partials] == [(3, 2, 64)] * 2
+    assert {p.device.type for p in partials} == {device.type}
     arg_sets = plugin.reducer_arg_sets(partials, refs)
     outs = [reduce_partials(*args) for args in arg_sets]
-    plugin.check_all(outs, refs, plugin.check_exact, "interpreted call")
+    plugin.check_all(outs, refs, plugin.check_exact, f"call on {device.type}")
