@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -131,8 +132,13 @@ def shared_env(session: nox.Session, *extras: str, kind: str | None = None) -> S
     if not (location / "bin" / "python").exists():
         session.run(sys.executable, "-m", "venv", str(location), external=True)
     python = str(location / "bin" / "python")
-    for requirement in _shared_requirements(kind):
-        session.run(python, "-m", "pip", "install", "--quiet", *requirement, external=True)
+    steps = _shared_requirements(kind)
+    session.log(f"filling the shared {kind} env {location} once (a few minutes on 2 cores)")
+    for number, requirement in enumerate(steps, 1):
+        session.log(f"step {number}/{len(steps)}: pip install {' '.join(requirement)}")
+        # pip's own progress (what it collects, downloads and installs), without its bars
+        session.run(python, "-m", "pip", "install", "--progress-bar", "off", *requirement,
+                    external=True)  # fmt: skip
     stamp_file.parent.mkdir(parents=True, exist_ok=True)
     stamp_file.write_text(stamp)
     return SharedEnv(kind, location)
@@ -209,19 +215,43 @@ def isa(session: nox.Session) -> None:
     compare with the baseline."""
     env = shared_env(session, "perf", "isa", kind="cpu")
     _check_isa_triton(session, env)
-    for target in _isa_targets(session, env):
-        env.run(
-            session,
-            "python",
-            "-m",
-            "perfgate",
-            "isa",
-            "--target",
-            target,
-            "--check",
-            f"perf_baselines/isa/{target}.json",
-            *session.posargs,
+    known = _isa_targets(session, env)
+    asked, rest = _take_option(session, "--target")
+    if asked is not None and asked not in known:
+        session.error(f"--target must be one of {', '.join(known)}, got {asked!r}")
+    for target in [asked] if asked else known:
+        check = ["--check", f"perf_baselines/isa/{target}.json"]
+        env.run(session, "python", "-m", "perfgate", "isa", "--target", target, *check, *rest)
+
+
+def _take_option(session: nox.Session, name: str) -> tuple[str | None, list[str]]:
+    """``name VALUE`` (or ``name=VALUE``) taken out of the posargs: (VALUE or None, the rest)."""
+    args, rest, value = list(session.posargs), [], None
+    while args:
+        arg = args.pop(0)
+        if arg == name:
+            if not args or args[0].startswith("-"):
+                session.error(f"{name} needs a value")
+            value = args.pop(0)
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+        else:
+            rest.append(arg)
+    return value, rest
+
+
+def _check_revision(session: nox.Session, rev: str) -> None:
+    """Before anything is installed or skipped: ``--base`` must name a commit of this repository."""
+    try:
+        found = subprocess.run(
+            ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+            capture_output=True,
+            check=False,
         )
+    except FileNotFoundError:
+        session.error("--base needs git on PATH (the base is checked out as a git worktree)")
+    if found.returncode != 0:
+        session.error(f"--base {rev!r} is not a commit of this repository (git rev-parse)")
 
 
 def _skip_without_gpu(session: nox.Session, name: str) -> None:
@@ -257,9 +287,37 @@ def host(session: nox.Session) -> None:
 def ab(session: nox.Session) -> None:
     """The head against a base revision, measured interleaved on this GPU in one job
     (``nox -s ab -- --base origin/main``; no GPU: exit 0 unless PERFGATE_REQUIRE_GPU)."""
+    base, _ = _take_option(session, "--base")
+    if base is None:
+        session.error("ab needs --base REV (the revision to compare the head with)")
+    _check_revision(session, base)
     _skip_without_gpu(session, "ab")
     env = shared_env(session, "test", "perf")
     env.run(session, "python", "-m", "perfgate", "ab", *session.posargs)
+
+
+# What the GPU job demands: a GPU that torch sees and the native reducer, never a fallback.
+GPU_JOB_ENV = {"PERFGATE_REQUIRE_GPU": "1", "MXFP4_REQUIRE_NATIVE_REDUCER": "1"}
+
+
+@nox.session(venv_params=EMPTY_VENV)
+def gpu(session: nox.Session) -> None:
+    """The GPU job: reducer build, every test, host count gate, then ``ab --base REV`` or ``bench``.
+
+    ``nox -s gpu -- [--base REV] [pytest args]``: with ``--base`` the benchmark gate is the
+    same-job A/B against REV (pull requests), without it the stored baselines (pushes). No GPU:
+    a message and exit 0, unless PERFGATE_REQUIRE_GPU is set (then an error)."""
+    base, pytest_args = _take_option(session, "--base")
+    if base is not None:
+        _check_revision(session, base)
+    _skip_without_gpu(session, "gpu")
+    env = shared_env(session, "test", "perf")
+    required = {"env": GPU_JOB_ENV}
+    env.run(session, "python", "-m", "kernels.reducer.build", **required)
+    env.run(session, "pytest", "-m", "not bench", *pytest_args, **required)
+    env.run(session, "python", "-m", "perfgate", "host", "--gate", **required)
+    gate = ["ab", "--base", base] if base is not None else ["bench"]
+    env.run(session, "python", "-m", "perfgate", *gate, **required)
 
 
 @nox.session(venv_params=EMPTY_VENV)

@@ -149,3 +149,98 @@ def test_no_venv_installs_only_the_suite_in_place(noxfile, tmp_path):
     assert not any("torch" in " ".join(r) or "venv" in r for r in session.runs)
     assert session.runs[-1] == ("pytest", "-m", "not bench", "-x")  # the README's command
     assert not (tmp_path / "shared-cpu").exists()
+
+
+# ---- the GPU job and the sessions' own argument checks ------------------------------------------
+
+
+def test_gpu_without_gpu_skips_before_installing(noxfile, tmp_path):
+    session = FakeSession(tmp_path, "gpu")
+    with pytest.raises(Skipped, match=r"gpu: no GPU on this machine"):
+        noxfile.gpu(session)
+    assert session.runs == [] and session.installs == []
+
+
+def test_gpu_without_gpu_is_an_error_when_a_gpu_is_required(noxfile, tmp_path, monkeypatch):
+    monkeypatch.setenv("PERFGATE_REQUIRE_GPU", "1")
+    session = FakeSession(tmp_path, "gpu")
+    with pytest.raises(Errored, match="PERFGATE_REQUIRE_GPU"):
+        noxfile.gpu(session)
+    assert session.runs == []
+
+
+@pytest.mark.parametrize("session_name", ["gpu", "ab"])
+@pytest.mark.parametrize("has_gpu", [False, True])
+def test_a_bad_base_is_refused_before_anything_else(noxfile, tmp_path, monkeypatch, session_name,
+                                                    has_gpu):  # fmt: skip
+    # Refused whether or not a GPU is here: a no-GPU skip must not hide a typo in --base.
+    monkeypatch.setattr(noxfile, "_has_gpu", lambda: has_gpu)
+    session = FakeSession(tmp_path, session_name, "--base", "no-such-revision-xyz")
+    with pytest.raises(Errored, match=r"--base 'no-such-revision-xyz' is not a commit"):
+        getattr(noxfile, session_name)(session)
+    assert session.runs == []
+
+
+def test_ab_without_base_is_refused(noxfile, tmp_path):
+    with pytest.raises(Errored, match=r"ab needs --base REV"):
+        noxfile.ab(FakeSession(tmp_path, "ab"))
+
+
+@pytest.mark.parametrize(
+    "posargs, gate",
+    [
+        (("-n", "8"), ("perfgate", "bench")),  # a push: the stored baselines
+        (("--base", "HEAD", "-n", "8"), ("perfgate", "ab", "--base", "HEAD")),  # a pull request
+        (("--base=HEAD", "-n", "8"), ("perfgate", "ab", "--base", "HEAD")),
+    ],
+)
+def test_gpu_is_the_whole_job_in_order(noxfile, tmp_path, monkeypatch, posargs, gate):
+    monkeypatch.setattr(noxfile, "_has_gpu", lambda: True)
+    envs = []
+    session = FakeSession(tmp_path, "gpu", *posargs, in_place=True)
+    original = session.run
+
+    def run(*args, **kwargs):
+        envs.append(kwargs.get("env"))
+        return original(*args, **kwargs)
+
+    session.run = run
+    noxfile.gpu(session)
+    commands = [r for r in session.runs if r[:4] != ("python", "-m", "pip", "install")]
+    assert commands == [
+        ("python", "-m", "kernels.reducer.build"),
+        ("pytest", "-m", "not bench", "-n", "8"),  # the whole test session, --base taken out
+        ("python", "-m", "perfgate", "host", "--gate"),
+        ("python", "-m", *gate),
+    ]
+    required = {"PERFGATE_REQUIRE_GPU": "1", "MXFP4_REQUIRE_NATIVE_REDUCER": "1"}
+    assert envs[-4:] == [required] * 4
+
+
+def test_isa_with_a_target_checks_that_target_alone(noxfile, tmp_path):
+    session = FakeSession(tmp_path, "isa", "--target", "sm90", in_place=True)
+    noxfile.isa(session)
+    gates = [r for r in session.runs if r[:4] == ("python", "-m", "perfgate", "isa")]
+    assert gates == [
+        ("python", "-m", "perfgate", "isa", "--target", "sm90", "--check",
+         "perf_baselines/isa/sm90.json"),
+    ]  # fmt: skip
+
+
+def test_isa_with_an_unknown_target_is_refused(noxfile, tmp_path):
+    session = FakeSession(tmp_path, "isa", "--target", "gfx942", in_place=True)
+    with pytest.raises(Errored, match=r"--target must be one of gfx950, sm90, got 'gfx942'"):
+        noxfile.isa(session)
+
+
+def test_filling_the_env_says_what_it_does(noxfile, tmp_path):
+    logged = []
+    session = FakeSession(tmp_path, "test")
+    session.log = lambda message: logged.append(message)
+    noxfile.test(session)
+    assert [m.split(":")[0] for m in logged if m.startswith("step")] == [
+        "step 1/3",
+        "step 2/3",
+        "step 3/3",
+    ]
+    assert all("--quiet" not in r for r in _pip_installs(session))
