@@ -246,6 +246,8 @@ def image_tag(image: str | None, base_image: str | None) -> str:
 
 STANDIN_RECIPE = "docker/standin"
 STANDIN_REPOSITORY = "localhost/mxfp4-gemm-suite-standin"
+# Its own caches: what the CPU stand-in compiles must never be found by a run on the ROCm image.
+STANDIN_CACHE_VOLUME = "mxfp4-gemm-suite-cache-stand-in"
 # Debian 12, whose python3 (CPython 3.11) is the interpreter the CPU torch wheel is built for.
 STANDIN_SUITE = "bookworm"
 STANDIN_MIRROR = "http://deb.debian.org/debian"
@@ -469,7 +471,8 @@ def _run(args: argparse.Namespace) -> int:
             command=command,
             environment=environment,
             gpu=gpu,
-            cache_volume=args.cache_volume,
+            cache_volume=args.cache_volume
+            or (STANDIN_CACHE_VOLUME if args.stand_in_base else DEFAULT_CACHE_VOLUME),
         )
         client = _client()
         if not args.no_build:
@@ -516,8 +519,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--cache-volume",
-        default=DEFAULT_CACHE_VOLUME,
-        help="named volume for the Triton/extension/pip caches",
+        help=f"named volume for the Triton/extension/pip caches (default {DEFAULT_CACHE_VOLUME}; "
+        f"with --stand-in-base, {STANDIN_CACHE_VOLUME})",
     )
     parser.add_argument(
         "--check-gpu",
