@@ -18,8 +18,14 @@ from __future__ import annotations
 
 import argparse
 import grp
+import hashlib
 import os
+import re
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -220,6 +226,179 @@ def run_container(client: Any, spec: Mapping[str, Any], *, out: TextIO | None = 
         container.remove(force=True)  # also stops it after Ctrl-C
 
 
+def image_tag(image: str | None, base_image: str | None) -> str:
+    """The tag to build and run: ``--image``, else one named after ``--base-image`` (so that a
+    build on another base never overwrites the ROCm image's tag), else the default."""
+    if image:
+        return image
+    if not base_image:
+        return DEFAULT_IMAGE
+    name = DEFAULT_IMAGE.split(":", 1)[0]
+    tag = "on-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", base_image)
+    if len(tag) > 128:  # the longest tag an engine accepts
+        tag = f"{tag[:111]}-{hashlib.sha256(base_image.encode()).hexdigest()[:16]}"
+    return f"{name}:{tag}"
+
+
+# ---- the stand-in base ------------------------------------------------------------------------
+# docker/Dockerfile built on a local Debian base with the CPU builds of torch and triton, where
+# the ROCm base cannot be pulled: every layer but the base is then built and run for real.
+
+STANDIN_RECIPE = "docker/standin"
+STANDIN_REPOSITORY = "localhost/mxfp4-gemm-suite-standin"
+# Its own caches: what the CPU stand-in compiles must never be found by a run on the ROCm image.
+STANDIN_CACHE_VOLUME = "mxfp4-gemm-suite-cache-stand-in"
+# Debian 12, whose python3 (CPython 3.11) is the interpreter the CPU torch wheel is built for.
+STANDIN_SUITE = "bookworm"
+STANDIN_MIRROR = "http://deb.debian.org/debian"
+STANDIN_WHEELS_FOR = (
+    "--python-version=3.11",
+    "--implementation=cp",
+    "--abi=cp311",
+    "--platform=manylinux_2_28_x86_64",
+)
+# Authorities this host trusts beyond Debian's own (a TLS-inspecting proxy's, say): the stand-in
+# trusts them too, or pip inside it could not reach PyPI from where the host can.
+LOCAL_CA_DIR = Path("/usr/local/share/ca-certificates")
+
+
+def standin_files(repo: Path, ca_dir: Path = LOCAL_CA_DIR) -> dict[str, bytes]:
+    """The stand-in's build-context files (path in the context: content) but the two that are
+    made from them, ``rootfs.tar`` and the wheels."""
+    recipe = repo / STANDIN_RECIPE
+    files = {
+        "Dockerfile": (recipe / "Dockerfile").read_bytes(),
+        "debian-packages.txt": (recipe / "debian-packages.txt").read_bytes(),
+        "wheels/requirements.txt": (recipe / "requirements.txt").read_bytes(),
+    }
+    if ca_dir.is_dir():
+        for cert in sorted(ca_dir.glob("*.crt")):
+            files[f"local-ca/{cert.name}"] = cert.read_bytes()
+    return files
+
+
+def standin_tag(files: Mapping[str, bytes]) -> str:
+    """The stand-in's tag: a digest of everything it is made from, so that an unchanged recipe
+    reuses the image built before and a changed one builds a new image."""
+    digest = hashlib.sha256()
+    for part in (STANDIN_SUITE, STANDIN_MIRROR, *STANDIN_WHEELS_FOR):
+        digest.update(part.encode() + b"\0")
+    for name, content in sorted(files.items()):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+    return f"{STANDIN_REPOSITORY}:{digest.hexdigest()[:16]}"
+
+
+def debian_packages(text: str) -> list[str]:
+    """The package names of ``debian-packages.txt`` (one a line, ``#`` comments)."""
+    names = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return [name for name in names if name]
+
+
+def standin_steps(packages: list[str], context: Path, python: str) -> list[tuple[str, list[str]]]:
+    """(what, command) for the two files made on the host: the Debian root file system and the
+    wheels, which the host's pip downloads for the stand-in's Python (it finds the CPU torch
+    where this host's pip configuration points)."""
+    return [
+        (
+            "mmdebstrap: the Debian root file system",
+            [
+                "mmdebstrap",
+                "--variant=minbase",
+                f"--include={','.join(packages)}",
+                STANDIN_SUITE,
+                str(context / "rootfs.tar"),
+                STANDIN_MIRROR,
+            ],
+        ),
+        (
+            "pip download: torch and triton",
+            [
+                python,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--only-binary=:all:",
+                *STANDIN_WHEELS_FOR,
+                f"--dest={context / 'wheels'}",
+                "--requirement",
+                str(context / "wheels" / "requirements.txt"),
+            ],
+        ),
+    ]
+
+
+def run_step(what: str, command: list[str], out: TextIO) -> None:
+    """Run one step, streaming its output; ContainerError naming the step if it fails.
+
+    In a process group of its own, killed whole if this process is interrupted: mmdebstrap's apt
+    and dpkg children never outlive the command.
+    """
+    try:
+        proc = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ContainerError(f"{what}: cannot run {command[0]}: {exc}") from None
+    last = ""
+    try:
+        for line in proc.stdout:
+            out.write(line)
+            last = line.strip() or last
+        status = proc.wait()
+    except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
+    finally:
+        proc.stdout.close()
+    if status != 0:
+        raise ContainerError(f"{what} failed (exit {status}): {last}")
+
+
+def build_standin(
+    client: Any,
+    repo: Path,
+    *,
+    out: TextIO | None = None,
+    ca_dir: Path = LOCAL_CA_DIR,
+    python: str = sys.executable,
+) -> str:
+    """Build the stand-in base unless an image of its recipe exists; its tag."""
+    out = out or sys.stdout
+    files = standin_files(repo, ca_dir)
+    tag = standin_tag(files)
+    if client.images.list(name=tag):
+        out.write(f"stand-in base up to date: {tag}\n")
+        return tag
+    if shutil.which("mmdebstrap") is None:
+        raise ContainerError(
+            "the stand-in base is made from Debian packages by mmdebstrap, which is not "
+            "installed (apt-get install mmdebstrap)"
+        )
+    # The context (about 1 GB) is deleted however this ends; the tag exists only once the
+    # build has committed, so an interrupted build leaves nothing that looks finished.
+    with tempfile.TemporaryDirectory(prefix="mxfp4-standin-") as tmp:
+        context = Path(tmp)
+        (context / "local-ca").mkdir()
+        for name, content in files.items():
+            (context / name).parent.mkdir(parents=True, exist_ok=True)
+            (context / name).write_bytes(content)
+        packages = debian_packages(files["debian-packages.txt"].decode())
+        for what, command in standin_steps(packages, context, python):
+            out.write(f"stand-in base: {what}\n")
+            out.flush()
+            run_step(what, command, out)
+        build_image(client, context, tag, dockerfile="Dockerfile", out=out)
+    return tag
+
+
 def _repo_root() -> Path:
     # perfgate/ sits at the repository root; the Dockerfile path is relative to it.
     return Path(__file__).resolve().parent.parent
@@ -273,8 +452,12 @@ def _client() -> Any:
 
 def _run(args: argparse.Namespace) -> int:
     try:
+        if args.stand_in_base and args.base_image:
+            raise ContainerError("--stand-in-base and --base-image each name the base: give one")
         gpu = None if args.allow_no_gpu else host_gpu_access()
         repo = _repo_root()
+        base_image = standin_tag(standin_files(repo)) if args.stand_in_base else args.base_image
+        image = image_tag(args.image, base_image)
         command = ["perfgate-gpu-check"] if args.check_gpu else nox_command(args.session, args.args)
         environment = container_environment(
             os.environ,
@@ -283,18 +466,21 @@ def _run(args: argparse.Namespace) -> int:
             skip_gpu_check=args.allow_no_gpu,
         )
         spec = build_run_spec(
-            image=args.image,
+            image=image,
             repo=repo,
             command=command,
             environment=environment,
             gpu=gpu,
-            cache_volume=args.cache_volume,
+            cache_volume=args.cache_volume
+            or (STANDIN_CACHE_VOLUME if args.stand_in_base else DEFAULT_CACHE_VOLUME),
         )
         client = _client()
         if not args.no_build:
-            buildargs = {"BASE_IMAGE": args.base_image} if args.base_image else {}
-            build_image(client, repo, args.image, buildargs=buildargs)
-        print(f"perfgate container: {' '.join(command)} in {args.image}", flush=True)
+            if args.stand_in_base:
+                base_image = build_standin(client, repo)
+            buildargs = {"BASE_IMAGE": base_image} if base_image else {}
+            build_image(client, repo, image, buildargs=buildargs)
+        print(f"perfgate container: {' '.join(command)} in {image}", flush=True)
         return run_container(client, spec)
     except (ContainerError, ValueError) as exc:
         print(f"perfgate container: {exc}", file=sys.stderr)
@@ -314,16 +500,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run a nox session inside the ROCm gfx950 image",
         description=__doc__.splitlines()[0],
     )
-    parser.add_argument("--image", default=DEFAULT_IMAGE, help="image tag to build and run")
+    parser.add_argument(
+        "--image",
+        help=f"image tag to build and run (default {DEFAULT_IMAGE}; on another base, "
+        f"{DEFAULT_IMAGE.split(':')[0]}:on-<base>)",
+    )
     parser.add_argument("--no-build", action="store_true", help="run the existing image as is")
     parser.add_argument(
         "--base-image",
-        help="another rocm/pytorch base (another ROCm/torch pair); give it its own --image tag",
+        help="build on another base image, e.g. another rocm/pytorch ROCm/torch pair",
+    )
+    parser.add_argument(
+        "--stand-in-base",
+        action="store_true",
+        help="build on a local Debian stand-in for the ROCm base (CPU torch and triton, made "
+        "from Debian packages and PyPI, reused while docker/standin/ is unchanged): rehearses "
+        "every layer but the base where the ROCm registry cannot be reached; with --allow-no-gpu",
     )
     parser.add_argument(
         "--cache-volume",
-        default=DEFAULT_CACHE_VOLUME,
-        help="named volume for the Triton/extension/pip caches",
+        help=f"named volume for the Triton/extension/pip caches (default {DEFAULT_CACHE_VOLUME}; "
+        f"with --stand-in-base, {STANDIN_CACHE_VOLUME})",
     )
     parser.add_argument(
         "--check-gpu",
