@@ -28,6 +28,7 @@ from kernels.reference import (
     reference_gemm,
 )
 from kernels.shapes import LEADERBOARD, TEST_SHAPES
+from tests.bits import assert_bits_equal
 
 
 def _exact_and_bound(a: torch.Tensor, b_shuffle, b_scale_sh):
@@ -343,6 +344,80 @@ def test_out_with_overlapping_rows_is_refused(device, make_out):
     a, b, s = _operands(device)
     with pytest.raises(ValueError, match=r"out rows overlap: row stride \d+ < N = 32"):
         gemm_a16wfp4(a, b, s, out=make_out(2, 32, device))
+
+
+def _square(device):
+    """Operands with N == K (= 64), so that out may have A's shape, and storage shared with
+    spare room: ``room`` (6, 64) bf16 whose rows 0..1 are A."""
+    a, b, s = _operands(device, m=2, n=64, k=64)
+    room = torch.zeros(6, 64, dtype=torch.bfloat16, device=device)
+    room[:2] = a
+    return room, b, s
+
+
+def _bytes_as_out(t: torch.Tensor) -> torch.Tensor:
+    """A (2, 64) bf16 view of t's first 256 bytes."""
+    return t.view(torch.uint8).flatten()[:256].view(torch.bfloat16).view(2, 64)
+
+
+def _rows(room: torch.Tensor, first: int, step: int = 1) -> torch.Tensor:
+    """Rows first, first + step of room, as a (2, 64) view."""
+    return room.as_strided((2, 64), (64 * step, 1), 64 * first)
+
+
+# (A, out) from the storage `room` (A's bytes in rows 0..1 unless said) and B's operands
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda room, b, s: (room[:2], room[:2]), "A"),  # out=A itself
+        (lambda room, b, s: (room[:2], room[1:3]), "A"),  # out's first row is A's second
+        (lambda room, b, s: (room[1:3], room[:2]), "A"),  # out's second row is A's first
+        # rows 0, 2 and rows 1, 3: no element shared, but the address ranges overlap
+        (lambda room, b, s: (_rows(room, 0, 2), _rows(room, 1, 2)), "A"),
+        (lambda room, b, s: (room[:2], _bytes_as_out(b)), "B_shuffle"),
+        (lambda room, b, s: (room[:2], _bytes_as_out(s)), "B_scale_sh"),
+        (lambda room, b, s: (room[:2], _bytes_as_out(s.flatten()[1792:])), "B_scale_sh"),
+        (lambda room, b, s: (room[:2], room[2:4]), None),  # the same storage, apart: accepted
+    ],
+    ids=[
+        "out-is-a",
+        "out-after-a",
+        "out-before-a",
+        "interleaved-rows",
+        "b-shuffle",
+        "b-scale",
+        "b-scale-tail",
+        "same-storage-apart",
+    ],
+)
+def test_out_overlapping_an_input_is_refused(device, make, name):
+    # out=A (N == K) was accepted and most outputs came back wrong: the kernel wrote C over the
+    # A it was still reading. Any byte of out shared with an input is refused, naming both.
+    room, b, s = _square(device)
+    a, out = make(room, b, s)
+    want = gemm_a16wfp4(a.clone(), b, s)
+    before = [t.clone() for t in (room, b, s)]
+    if name is None:
+        assert gemm_a16wfp4(a, b, s, out=out) is out
+        assert_bits_equal(out, want)
+        return
+    with pytest.raises(ValueError, match=rf"^out overlaps {name} in memory .*must not share"):
+        gemm_a16wfp4(a, b, s, out=out)
+    for t, was in zip((room, b, s), before, strict=True):
+        assert_bits_equal(t, was, what="an input changed")
+
+
+def test_a_bound_launch_still_refuses_an_overlapping_out(device):
+    # The first call of a key validates it in full; later calls with the same shapes and
+    # strides skip validation, but an out at A's address must still be refused.
+    room, b, s = _square(device)
+    a = room[:2]
+    gemm_a16wfp4(a, b, s, out=room[4:6])  # binds the key (A's shape and strides, out's too)
+    with pytest.raises(ValueError, match="out overlaps A in memory"):
+        gemm_a16wfp4(a, b, s, out=a)
+    with pytest.raises(ValueError, match="out overlaps A in memory"):
+        gemm_a16wfp4(room[1:3], b, s, out=room[2:4])  # A's second row is out's first
+    assert_bits_equal(room[:2], _square(device)[0][:2], what="A changed")
 
 
 def test_meta_operands_get_our_error():
