@@ -17,8 +17,12 @@ The e2m1 rounding has three implementations behind ``QUANT_PATH`` (a
   :func:`_cvt_operands`), then a bit-level model of the instruction in plain ``tl``. The
   interpreter cannot run inline asm; this lets a CPU test see a wrong operand handed to the
   instruction (issue 13, item 5);
-- ``PORTABLE``: the rounding as threshold comparisons on ``|q|`` in plain ``tl`` (NVIDIA, and
-  the interpreter's default).
+- ``PORTABLE``: the rounding in plain ``tl`` (NVIDIA, and the interpreter's default).
+
+The portable rounding and the model build the scaled value from the bf16 bits with integer
+exponent arithmetic (:func:`_e2m1_code`): no subnormal is ever formed, so no evaluator's
+handling of subnormals can change a code (Triton's interpreter casts bf16 subnormals to the
+wrong fp32 values; a GPU may flush them).
 
 **NaN blocks.** A block whose maximum is a NaN gets the E8M0 NaN byte 0xFF (one select per
 block, from the flag above); ``tl.dot_scaled`` turns a 0xFF scale into NaN for the whole block,
@@ -90,13 +94,30 @@ def _cvt_operands(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
 
 
 @triton.jit
-def _e2m1_rne(qa):
-    """Magnitude code 0..7 of fp32 ``qa >= 0``: nearest-even on the e2m1 grid, saturating at 6
-    (+inf too); NaN gives 0. Ties: 0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4
-    (">=" where the tie goes up)."""
-    code = (qa > 0.25).to(tl.int32) + (qa >= 0.75).to(tl.int32) + (qa > 1.25).to(tl.int32)
-    code += (qa >= 1.75).to(tl.int32) + (qa > 2.5).to(tl.int32) + (qa >= 3.5).to(tl.int32)
-    code += (qa > 5.0).to(tl.int32)
+def _e2m1_code(mag, byte):
+    """Magnitude code 0..7 of the bf16 magnitude ``mag`` (int32 bits, sign cleared) divided by
+    the E8M0 scale ``2**(byte - 127)``: nearest-even on the e2m1 grid, saturating at 6 (+-inf,
+    and NaN, whose code no caller keeps: see the module docstring).
+
+    Exact, and independent of how an evaluator treats subnormals (flushing them, or Triton's
+    interpreter, whose bf16 -> fp32 cast misconverts them: 0x0003 becomes 2**-127): the
+    quotient is built from the bits, and no subnormal is ever formed. A bf16 magnitude is
+    ``sig * 2**(f' - 134)`` with exponent field ``f``, ``f' = max(f, 1)`` and ``sig = 128 +
+    mantissa`` (``mantissa`` for a subnormal), so ``|x| / scale = sig * 2**e`` with ``e = f' -
+    byte - 7``, an integer exponent clamped to [-20, 10]: below, ``sig < 256`` keeps the
+    quotient under 2**-12 (code 0, as the true one is), above, any nonzero ``sig`` is past the
+    saturation (code 7). ``sig`` (8 bits) times the normal power of two is exact in fp32.
+    (Integer compares of ``sig << shift`` give the same codes but spill registers on sm90 for
+    a 64 x 256 A tile.)"""
+    field = mag >> 7
+    sig = tl.where(field > 0, (mag & 0x7F) | 0x80, mag).to(tl.float32)
+    e = tl.minimum(tl.maximum(tl.maximum(field, 1) - byte - 7, -20), 10)
+    e = tl.where(field == 255, 10, e)  # +-inf saturates: its bits are not its value
+    q = sig * ((e + 127) << 23).to(tl.float32, bitcast=True)
+    # ties: 0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4 (">=" where the tie goes up)
+    code = (q > 0.25).to(tl.int32) + (q >= 0.75).to(tl.int32) + (q > 1.25).to(tl.int32)
+    code += (q >= 1.75).to(tl.int32) + (q > 2.5).to(tl.int32) + (q >= 3.5).to(tl.int32)
+    code += (q > 5.0).to(tl.int32)
     return code
 
 
@@ -108,15 +129,13 @@ def _cvt_emulated(word, scale):
 
     The scale operand is read as task-facts section 6 states it: its exponent field ``f`` is an
     E8M0 scale, 2**(f - 127), so ``f == 0`` is 2**-127, not the 0.0 that the bits 0 spell as
-    a float. The division is done as a multiplication by 2**(127 - f) in fp64, exact for every
-    bf16 input and every f, so the model rounds exactly once, as the instruction does.
+    a float. The division and rounding are :func:`_e2m1_code`'s, exact on every evaluator, so
+    the model rounds exactly once, as the instruction does.
     """
-    f = ((scale >> 23) & 0xFF).to(tl.int64)
-    inv = ((127 - f + 1023) << 52).to(tl.float64, bitcast=True)
-    lo = (word << 16).to(tl.float32, bitcast=True).to(tl.float64) * inv
-    hi = (word & 0xFFFF0000).to(tl.float32, bitcast=True).to(tl.float64) * inv
-    lo_code = _e2m1_rne(tl.abs(lo)) | ((word >> 12) & 0x8).to(tl.int32)
-    hi_code = _e2m1_rne(tl.abs(hi)) | ((word >> 28) & 0x8).to(tl.int32)
+    f = ((scale >> 23) & 0xFF).to(tl.int32)
+    lo_code = _e2m1_code((word & 0x7FFF).to(tl.int32), f) | ((word >> 12) & 0x8).to(tl.int32)
+    hi_code = _e2m1_code(((word >> 16) & 0x7FFF).to(tl.int32), f)
+    hi_code |= ((word >> 28) & 0x8).to(tl.int32)
     return (lo_code | (hi_code << 4)).to(tl.uint8)
 
 
@@ -140,12 +159,10 @@ def _packed_gfx950(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, EMULAT
 
 @triton.jit
 def _packed_portable(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
-    """Packed e2m1 bytes (BLOCK_M, BLOCK_K/2) by threshold comparisons in fp32."""
-    # 2**-e from its exponent bits: 127 - e = 254 - byte, exact for every byte in [0, 254]
-    inv_scale = ((254 - byte) << 23).to(tl.float32, bitcast=True)
-    bits = x.to(tl.uint16, bitcast=True).to(tl.int32)
-    q = tl.reshape(x.to(tl.float32), (BLOCK_M, BLOCK_K // 32, 32)) * inv_scale[:, :, None]
-    code = tl.reshape(_e2m1_rne(tl.abs(q)), (BLOCK_M, BLOCK_K)) | ((bits >> 12) & 0x8)
+    """Packed e2m1 bytes (BLOCK_M, BLOCK_K/2) by :func:`_e2m1_code`'s rounding."""
+    bits = tl.reshape(x.to(tl.uint16, bitcast=True).to(tl.int32), (BLOCK_M, BLOCK_K // 32, 32))
+    code = _e2m1_code(bits & 0x7FFF, byte[:, :, None]) | ((bits >> 12) & 0x8)
+    code = tl.reshape(code, (BLOCK_M, BLOCK_K))
     lo, hi = tl.split(tl.reshape(code, (BLOCK_M, BLOCK_K // 2, 2)))
     return (lo | (hi << 4)).to(tl.uint8)
 

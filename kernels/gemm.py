@@ -156,6 +156,31 @@ def _validate_out(out, a, m: int, n: int) -> None:
         )
 
 
+def _extent(t: torch.Tensor) -> int:
+    """Bytes from ``t``'s first element to one past its last (0 when it has no elements)."""
+    if t.numel() == 0:
+        return 0
+    last = sum((n - 1) * st for n, st in zip(t.shape, t.stride(), strict=True))
+    return (last + 1) * t.element_size()
+
+
+def _check_out_overlap(out: torch.Tensor, out_bytes: int, operands) -> None:
+    """Refuse an ``out`` (of ``out_bytes > 0``) whose bytes overlap an input's: the kernel
+    would write results over operands it is still reading (``out=A`` when N == K, a view of
+    A's storage). Address ranges, first to last byte, so any view of the same memory counts,
+    even one whose elements interleave without meeting. ``operands``: (name, tensor, extent
+    in bytes) per input."""
+    lo = out.data_ptr()
+    hi = lo + out_bytes
+    for name, t, nbytes in operands:
+        start = t.data_ptr()
+        if nbytes and start < hi and lo < start + nbytes:
+            raise ValueError(
+                f"out overlaps {name} in memory (bytes {lo:#x}..{hi:#x} and "
+                f"{start:#x}..{start + nbytes:#x}); out must not share memory with an input"
+            )
+
+
 # --- the launch path ---------------------------------------------------------------------------
 # A call is keyed on what the bound launch relies on: each operand's dtype, shape, strides and
 # device, and the config. A key seen before skips validation, config selection and Triton's
@@ -267,6 +292,9 @@ class _Bound:
         m, k = a.shape
         n = b.shape[0]
         self.m, self.n = m, n
+        # what a call with an out checks (the key fixes every extent, not the addresses)
+        self.out_bytes = 0 if out is None else _extent(out)
+        self.extents = (_extent(a), _extent(b), _extent(bs))
         self.device = a.device
         self.index = _device_index(a.device)
         self.interpreted = a.device.type != "cuda"
@@ -301,6 +329,11 @@ class _Bound:
         if out is None:
             # sizes as positional ints: torch parses them faster than a shape tuple
             out = torch.empty(self.m, self.n, dtype=torch.bfloat16, device=self.device)
+        elif self.out_bytes:
+            ea, eb, es = self.extents
+            _check_out_overlap(
+                out, self.out_bytes, (("A", a, ea), ("B_shuffle", b, eb), ("B_scale_sh", bs, es))
+            )
         if self.plan is None:
             return out.zero_() if self.zero_fill else out
         if self.interpreted:
@@ -410,8 +443,9 @@ def gemm_a16wfp4(
     ``B_scale_sh``: the padded, shuffled E8M0 scales from :func:`kernels.layout.shuffle_scales`.
     Needs ``N % 32 == 0`` and ``K % 64 == 0``; any M >= 0; K = 0 gives zeros (the empty sum).
     ``config`` overrides the selection; ``out`` (bf16 (M, N), unit column stride, rows not
-    overlapping) receives the result. The first call with given operand dtypes, shapes, strides
-    and devices validates them and binds the launch; later ones only launch.
+    overlapping, no byte shared with an input) receives the result. The first call with given
+    operand dtypes, shapes, strides and devices validates them and binds the launch; later
+    ones only launch (and check that ``out`` shares no memory with an input).
     """
     key = _call_key(A, B_shuffle, B_scale_sh, out, config)
     try:

@@ -123,10 +123,8 @@ def as_uint8(t: torch.Tensor, name: str) -> torch.Tensor:
     raise TypeError(f"{name} must have dtype {expected}; got {t.dtype}")
 
 
-# torch >= 2.8 has these; older versions simply do not accept them.
-_BYTE_VIEW_DTYPES = tuple(
-    getattr(torch, n) for n in ("float4_e2m1fn_x2", "float8_e8m0fnu") if hasattr(torch, n)
-)
+# torch's byte-sized views of packed fp4 and E8M0 (every supported torch, 2.10+, has both)
+_BYTE_VIEW_DTYPES = (torch.float4_e2m1fn_x2, torch.float8_e8m0fnu)
 
 
 def dequantize_mxfp4(

@@ -2,8 +2,14 @@
 
 - Without a GPU, ``TRITON_INTERPRET=1`` is set here, before anything imports triton, so Triton
   kernels run on CPU tensors in the interpreter.
-- Hypothesis profiles: ``ci`` (derandomized, no shrinking, the default under ``CI``), ``dev``
-  (the default elsewhere) and ``thorough`` (nightly on a GPU). Pick one with ``--hypothesis-profile``.
+- Hypothesis profiles: ``ci`` (derandomized, 25 examples, no shrinking, the default under
+  ``CI``), ``dev`` (50, random, the default elsewhere) and ``thorough`` (1000, random: the
+  nightly job). Pick one with ``--hypothesis-profile``. Under ``ci`` every property test is
+  seeded from its id and a digest of the code under test (:mod:`tests.seeds`): a rerun of one
+  tree replays its examples, a change to ``kernels/`` or ``perfgate/`` draws new ones. The
+  kernel tests stay at 25 examples (each runs the Triton interpreter); tests that run no
+  kernel ask for more (``CHEAP`` in tests/test_mxfp4.py), and the small input spaces are
+  enumerated instead of sampled.
 - ``PERFGATE_REQUIRE_GPU=1`` (set by the GPU workflow) turns a missing GPU into a session error,
   so a GPU job can never pass by skipping every GPU test.
 """
@@ -11,6 +17,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from perfgate.gpu_pinning import pin_xdist_worker
 
@@ -31,6 +38,10 @@ if not torch.cuda.is_available():
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 
+from tests import seeds  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
 # ci: no shrink phase. Shrinking a kernel property test replays it through the interpreter
 # hundreds of times (2-5 minutes before a red CI says anything); without it the first failing
 # example is reported as found, with its values and the @reproduce_failure blob. Use the dev
@@ -46,10 +57,13 @@ settings.register_profile(
     phases=CI_PHASES,
     suppress_health_check=[HealthCheck.too_slow],
 )
-settings.register_profile("dev", max_examples=50, deadline=None, print_blob=True)
+# dev and thorough draw new examples every run, CI or not: hypothesis' own profile under CI (the
+# parent a profile inherits from when CI is set) is derandomized
+settings.register_profile("dev", max_examples=50, derandomize=False, deadline=None, print_blob=True)
 settings.register_profile(
     "thorough",
     max_examples=1000,
+    derandomize=False,
     deadline=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow],
@@ -69,7 +83,22 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         )
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    profile = settings.default
+    current = getattr(settings, "get_current_profile_name", None)  # hypothesis >= 6.123
+    name = current() if current else getattr(settings, "_current_profile", "?")
+    line = (
+        f"hypothesis: profile {name!r} "
+        f"(max_examples={profile.max_examples}, derandomize={profile.derandomize})"
+    )
+    if profile.derandomize:
+        line += f", seeded from code digest {seeds.run_digest(REPO)} ({seeds.DIGEST_ENV})"
+    return line
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if settings.default.derandomize:
+        seeds.seed_property_tests(items, seeds.run_digest(REPO))
     for item in items:
         # tests/perf/ only: tests/perfgate/ shares the prefix
         if item.nodeid.replace(os.sep, "/").startswith("tests/perf/"):

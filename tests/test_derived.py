@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kernels import _configs_amd, _configs_nvidia
 from kernels.configs import default_num_warps, model_config, select_config, tuned_table
 from kernels.device import TARGET_DEVICES
 from kernels.gemm_config import GemmConfig, effective_splits
@@ -122,16 +123,26 @@ def test_reducer_cases_count_effective_splits_not_requested_ones(monkeypatch):
     assert reducer_cases([GemmShape(8, 64, 512)], {"x": None}) == (ReducerCase(4, 8, 64),)
 
 
+def _splits_by_hand(k: int, cfg: GemmConfig) -> int:
+    """Splits that get work: K in BLOCK_K steps, dealt out ceil(steps / split_k) per split."""
+    steps = -(-k // cfg.block_k)
+    per_split = -(-steps // cfg.split_k)
+    return -(-steps // per_split)
+
+
 def test_reducer_benchmark_is_the_derived_list():
-    assert reducer_cases(LEADERBOARD, TARGET_DEVICES) == REDUCER
+    # From the tuned tables themselves (every ranked shape is tuned on every target: see
+    # tests/test_configs.py), shape by shape and target by target in registry order, with the
+    # split count worked out here.
+    tables = {"amd": _configs_amd.TUNED, "nvidia": _configs_nvidia.TUNED}
+    expected: list[ReducerCase] = []
+    for m, n, k in LEADERBOARD:
+        for info in TARGET_DEVICES.values():
+            s = _splits_by_hand(k, tables[info.vendor][info.arch][(m, n, k)])
+            if s > 1 and ReducerCase(s, m, n) not in expected:
+                expected.append(ReducerCase(s, m, n))
+    assert tuple(expected) == REDUCER
     assert len({c.id for c in REDUCER}) == len(REDUCER)
-    expected = set()
-    for info in TARGET_DEVICES.values():
-        for m, n, k in LEADERBOARD:
-            s = effective_splits(k, select_config(m, n, k, info))
-            if s > 1:
-                expected.add(ReducerCase(s, m, n))
-    assert set(REDUCER) == expected
 
 
 # ---- the tuner sweeps what the model would pick from ---------------------------------------------

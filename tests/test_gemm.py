@@ -8,9 +8,11 @@ On a CPU these run in the Triton interpreter, so shapes stay small and blocks la
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import Phase, event, given, settings
 from hypothesis import strategies as st
 
 from kernels import gemm
@@ -18,7 +20,7 @@ from kernels.configs import min_block_m
 from kernels.device import device_info
 from kernels.gemm import custom_kernel, gemm_a16wfp4
 from kernels.gemm_config import GemmConfig
-from kernels.layout import SCALE_PAD, padded_scale_shape, shuffle_scales, shuffle_weight
+from kernels.layout import padded_scale_shape, shuffle_scales, shuffle_weight
 from kernels.mxfp4 import dequantize_mxfp4, quantize_mxfp4
 from kernels.reference import (
     check_leaderboard,
@@ -28,6 +30,7 @@ from kernels.reference import (
     reference_gemm,
 )
 from kernels.shapes import LEADERBOARD, TEST_SHAPES
+from tests.bits import assert_bits_equal
 
 
 def _exact_and_bound(a: torch.Tensor, b_shuffle, b_scale_sh):
@@ -54,25 +57,99 @@ def _check(out: torch.Tensor, a, b_shuffle, b_scale_sh) -> None:
     )
 
 
-configs = st.builds(
-    GemmConfig,
-    block_m=st.sampled_from([16, 32]),
-    block_n=st.sampled_from([32, 64]),
-    block_k=st.sampled_from([64, 128, 256]),
-    split_k=st.integers(1, 4),
-)
+@st.composite
+def gemm_cases(draw):
+    """(m, n, k, config, seed): half the cases split K (two to four splits that all get work),
+    K ends in a partial tile in half, N and M often in partial tiles.
+
+    Built from one drawn ``random.Random``, as tests/blocks.py builds blocks: hypothesis' own
+    booleans and small ranges kept the split-K share anywhere from a third to a half."""
+    rnd = draw(st.randoms(use_true_random=True))
+    # 64-column K steps cost the interpreter most (test_lossless_inputs_match_exactly has them)
+    block_k = rnd.choice((128, 256))
+    split = rnd.random() < 0.5
+    steps = rnd.randint(2 if split else 1, 3 if block_k == 128 else 2)  # K <= 512
+    # a partial last K tile: 64 columns short of whole tiles
+    k = block_k * steps - (64 if rnd.random() < 0.5 else 0)
+    cfg = GemmConfig(
+        block_m=rnd.choice((16, 32)),
+        block_n=64,  # N = 32 and 96 leave a partial tile; the interpreter pays per program
+        block_k=block_k,
+        split_k=rnd.randint(2, min(4, steps)) if split else 1,
+    )
+    m = rnd.randint(1, 24)
+    n = rnd.choice((32, 64, 96))
+    return m, n, k, cfg, rnd.randrange(2**16)
 
 
-@given(
-    m=st.integers(1, 40),
-    n=st.sampled_from([32, 64, 96, 160]),  # 96 and 160 leave a partial N tile for block_n=64
-    k=st.sampled_from([64, 192, 320, 512]),  # 192 and 320 leave a partial K tile
-    cfg=configs,
-    seed=st.integers(0, 2**16),
-)
-def test_random_shapes_and_configs(device, m, n, k, cfg, seed):
+def gemm_case_classes(m: int, n: int, k: int, cfg: GemmConfig) -> set[str]:
+    """What a case exercises, from its numbers (independently of kernels.gemm_config)."""
+    steps = -(-k // cfg.block_k)
+    per_split = -(-steps // cfg.split_k)
+    found = {"split-k" if -(-steps // per_split) > 1 else "one-split"}
+    if k % cfg.block_k:
+        found.add("partial-k-tile")
+    if n % cfg.block_n:
+        found.add("partial-n-tile")
+    if m % cfg.block_m:
+        found.add("partial-m-tile")
+    if steps >= 3:
+        found.add("three-k-steps")
+    return found
+
+
+# every class the GEMM strategy must reach, and the share of cases it must reach it in
+GEMM_CLASS_SHARE = {
+    "split-k": 0.35,
+    "one-split": 0.35,
+    "partial-k-tile": 0.15,
+    "partial-n-tile": 0.15,
+    "partial-m-tile": 0.5,
+    "three-k-steps": 0.15,
+}
+
+
+@given(case=gemm_cases())
+def test_random_shapes_and_configs(device, case):
+    m, n, k, cfg, seed = case
+    for name in sorted(gemm_case_classes(m, n, k, cfg)):
+        event(f"gemm case: {name}")
     a, _, _, b_shuffle, b_scale_sh = generate_input(m, n, k, seed, device=device)
     _check(gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg), a, b_shuffle, b_scale_sh)
+
+
+def test_the_gemm_strategy_reaches_every_class():
+    # 200 cases drawn as the ci profile draws them (derandomized): a strategy that stops
+    # splitting K, or stops leaving partial tiles, fails here
+    seen: Counter[str] = Counter()
+
+    @settings(max_examples=200, derandomize=True, database=None, phases=[Phase.generate])
+    @given(gemm_cases())
+    def draw(case):
+        seen.update(gemm_case_classes(*case[:4]))
+        seen["cases"] += 1
+
+    draw()
+    assert seen["cases"] == 200
+    short = {c: seen[c] for c, share in GEMM_CLASS_SHARE.items() if seen[c] < share * 200}
+    assert not short, f"classes reached in too few of 200 cases: {short} (all: {dict(seen)})"
+
+
+@pytest.mark.parametrize(
+    ("case", "classes"),
+    [
+        ((16, 32, 512, GemmConfig(16, 32, 128, split_k=4)), {"split-k", "three-k-steps"}),
+        # 4 steps over 3 splits: 2 steps each, 2 splits get work
+        ((16, 32, 512, GemmConfig(16, 32, 128, split_k=3)), {"split-k", "three-k-steps"}),
+        (
+            (5, 96, 192, GemmConfig(16, 64, 128, split_k=4)),
+            {"split-k", "partial-k-tile", "partial-n-tile", "partial-m-tile"},
+        ),
+        ((16, 64, 256, GemmConfig(16, 32, 256, split_k=4)), {"one-split"}),  # one step
+    ],
+)
+def test_the_gemm_case_classifier(case, classes):
+    assert gemm_case_classes(*case) == classes
 
 
 @pytest.mark.parametrize(
@@ -87,12 +164,10 @@ def test_random_shapes_and_configs(device, m, n, k, cfg, seed):
 def test_lossless_inputs_match_exactly(device, cfg):
     a, _, _, b_shuffle, b_scale_sh = lossless_input(19, 96, 384, 5, device)
     out = gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg)
-    torch.testing.assert_close(
-        out.cpu(), reference_gemm(a.cpu(), b_shuffle.cpu(), b_scale_sh.cpu()), rtol=0, atol=0
-    )
+    assert_bits_equal(out.cpu(), reference_gemm(a.cpu(), b_shuffle.cpu(), b_scale_sh.cpu()))
 
 
-@pytest.mark.parametrize("pad", [0x00, 0x7F, 0xFE, SCALE_PAD])
+@pytest.mark.parametrize("pad", [0x00, 0x7F, 0xFE, 0xFF])
 def test_scale_padding_is_never_read(device, pad):
     # N=96 -> 256 padded rows; K=320 -> 10 scale columns padded to 16. Whatever the padding
     # holds, the result must be identical: an E8M0 NaN or a huge scale read by mistake would show.
@@ -102,7 +177,7 @@ def test_scale_padding_is_never_read(device, pad):
     poisoned = shuffle_scales(scales, pad_value=pad).to(device)
     clean = shuffle_scales(scales, pad_value=0).to(device)
     out = gemm_a16wfp4(a, b_shuffle, poisoned, config=cfg)
-    torch.testing.assert_close(out, gemm_a16wfp4(a, b_shuffle, clean, config=cfg), rtol=0, atol=0)
+    assert_bits_equal(out, gemm_a16wfp4(a, b_shuffle, clean, config=cfg))
 
 
 def test_strided_a_and_strided_out(device):
@@ -116,10 +191,8 @@ def test_strided_a_and_strided_out(device):
     cfg = GemmConfig(16, 32, 128)
     want = gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg)
     assert gemm_a16wfp4(a_rows, b_shuffle, b_scale_sh, config=cfg, out=out) is out
-    torch.testing.assert_close(out, want, rtol=0, atol=0)
-    torch.testing.assert_close(
-        gemm_a16wfp4(a_cols, b_shuffle, b_scale_sh, config=cfg), want, rtol=0, atol=0
-    )
+    assert_bits_equal(out, want)
+    assert_bits_equal(gemm_a16wfp4(a_cols, b_shuffle, b_scale_sh, config=cfg), want)
     assert bool((out_wide[:, :10] == 7).all()) and bool((out_wide[:, 74:] == 7).all())  # untouched
 
 
@@ -168,12 +241,10 @@ def test_fast_paths_match_exactly(device, cfg, m, k):
     )
     assert len(set(b_scale.flatten().tolist())) == 3
     out = gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg)
-    torch.testing.assert_close(
-        out.cpu(), reference_gemm(a.cpu(), b_shuffle.cpu(), b_scale_sh.cpu()), rtol=0, atol=0
-    )
+    assert_bits_equal(out.cpu(), reference_gemm(a.cpu(), b_shuffle.cpu(), b_scale_sh.cpu()))
 
 
-@pytest.mark.parametrize("pad", [0x00, SCALE_PAD])
+@pytest.mark.parametrize("pad", [0x00, 0xFF])
 def test_scale_runs_never_read_padding_rows(device, pad):
     # N=96 pads the scales to 256 rows; the runs path reads whole 32-row groups, clamped to
     # the last valid one for the partial N tile (block_n=64: rows 96..127 are not real).
@@ -183,7 +254,7 @@ def test_scale_runs_never_read_padding_rows(device, pad):
     poisoned = shuffle_scales(scales, pad_value=pad).to(device)
     clean = shuffle_scales(scales, pad_value=0).to(device)
     out = gemm_a16wfp4(a, b_shuffle, poisoned, config=cfg)
-    torch.testing.assert_close(out, gemm_a16wfp4(a, b_shuffle, clean, config=cfg), rtol=0, atol=0)
+    assert_bits_equal(out, gemm_a16wfp4(a, b_shuffle, clean, config=cfg))
     assert not bool(torch.isnan(out).any())
 
 
@@ -213,18 +284,15 @@ def test_m_zero_returns_empty(device):
 
 def test_custom_kernel_takes_the_leaderboard_tuple(device):
     data = generate_input(3, 64, 128, 1, device=device)
-    torch.testing.assert_close(
-        custom_kernel(data), gemm_a16wfp4(data[0], data[3], data[4]), rtol=0, atol=0
-    )
+    assert_bits_equal(custom_kernel(data), gemm_a16wfp4(data[0], data[3], data[4]))
 
 
-@pytest.mark.skipif(not hasattr(torch, "float4_e2m1fn_x2"), reason="torch has no float4_e2m1fn_x2")
 def test_torch_fp4_and_e8m0_views_are_accepted(device):
     a, _, _, b_shuffle, b_scale_sh = generate_input(3, 32, 128, 2, device=device)
     out = gemm_a16wfp4(
         a, b_shuffle.view(torch.float4_e2m1fn_x2), b_scale_sh.view(torch.float8_e8m0fnu)
     )
-    torch.testing.assert_close(out, gemm_a16wfp4(a, b_shuffle, b_scale_sh), rtol=0, atol=0)
+    assert_bits_equal(out, gemm_a16wfp4(a, b_shuffle, b_scale_sh))
 
 
 def _operands(device, m=2, n=32, k=128):
@@ -318,14 +386,12 @@ def test_k_zero_is_the_empty_sum(device, m, n):
     b = torch.empty(n, 0, dtype=torch.uint8, device=device)
     s = torch.empty(padded_scale_shape(n, 0), dtype=torch.uint8, device=device)
     want = torch.zeros(m, n, dtype=torch.bfloat16)
-    assert torch.equal(gemm_a16wfp4(a, b, s).cpu(), want)
+    assert_bits_equal(gemm_a16wfp4(a, b, s).cpu(), want)
     # a caller's out holding NaN must come back all zeros, not untouched
     out = torch.full((m, n), float("nan"), dtype=torch.bfloat16, device=device)
     assert gemm_a16wfp4(a, b, s, out=out) is out
-    assert torch.equal(out.cpu(), want)
-    assert torch.equal(
-        (a.float() @ b.float().T).to(torch.bfloat16).cpu(), want
-    )  # the decision is torch's
+    assert_bits_equal(out.cpu(), want)
+    assert_bits_equal((a.float() @ b.float().T).to(torch.bfloat16).cpu(), want)  # torch's answer
 
 
 @pytest.mark.parametrize(
@@ -343,6 +409,80 @@ def test_out_with_overlapping_rows_is_refused(device, make_out):
     a, b, s = _operands(device)
     with pytest.raises(ValueError, match=r"out rows overlap: row stride \d+ < N = 32"):
         gemm_a16wfp4(a, b, s, out=make_out(2, 32, device))
+
+
+def _square(device):
+    """Operands with N == K (= 64), so that out may have A's shape, and storage shared with
+    spare room: ``room`` (6, 64) bf16 whose rows 0..1 are A."""
+    a, b, s = _operands(device, m=2, n=64, k=64)
+    room = torch.zeros(6, 64, dtype=torch.bfloat16, device=device)
+    room[:2] = a
+    return room, b, s
+
+
+def _bytes_as_out(t: torch.Tensor) -> torch.Tensor:
+    """A (2, 64) bf16 view of t's first 256 bytes."""
+    return t.view(torch.uint8).flatten()[:256].view(torch.bfloat16).view(2, 64)
+
+
+def _rows(room: torch.Tensor, first: int, step: int = 1) -> torch.Tensor:
+    """Rows first, first + step of room, as a (2, 64) view."""
+    return room.as_strided((2, 64), (64 * step, 1), 64 * first)
+
+
+# (A, out) from the storage `room` (A's bytes in rows 0..1 unless said) and B's operands
+@pytest.mark.parametrize(
+    ("make", "name"),
+    [
+        (lambda room, b, s: (room[:2], room[:2]), "A"),  # out=A itself
+        (lambda room, b, s: (room[:2], room[1:3]), "A"),  # out's first row is A's second
+        (lambda room, b, s: (room[1:3], room[:2]), "A"),  # out's second row is A's first
+        # rows 0, 2 and rows 1, 3: no element shared, but the address ranges overlap
+        (lambda room, b, s: (_rows(room, 0, 2), _rows(room, 1, 2)), "A"),
+        (lambda room, b, s: (room[:2], _bytes_as_out(b)), "B_shuffle"),
+        (lambda room, b, s: (room[:2], _bytes_as_out(s)), "B_scale_sh"),
+        (lambda room, b, s: (room[:2], _bytes_as_out(s.flatten()[1792:])), "B_scale_sh"),
+        (lambda room, b, s: (room[:2], room[2:4]), None),  # the same storage, apart: accepted
+    ],
+    ids=[
+        "out-is-a",
+        "out-after-a",
+        "out-before-a",
+        "interleaved-rows",
+        "b-shuffle",
+        "b-scale",
+        "b-scale-tail",
+        "same-storage-apart",
+    ],
+)
+def test_out_overlapping_an_input_is_refused(device, make, name):
+    # out=A (N == K) was accepted and most outputs came back wrong: the kernel wrote C over the
+    # A it was still reading. Any byte of out shared with an input is refused, naming both.
+    room, b, s = _square(device)
+    a, out = make(room, b, s)
+    want = gemm_a16wfp4(a.clone(), b, s)
+    before = [t.clone() for t in (room, b, s)]
+    if name is None:
+        assert gemm_a16wfp4(a, b, s, out=out) is out
+        assert_bits_equal(out, want)
+        return
+    with pytest.raises(ValueError, match=rf"^out overlaps {name} in memory .*must not share"):
+        gemm_a16wfp4(a, b, s, out=out)
+    for t, was in zip((room, b, s), before, strict=True):
+        assert_bits_equal(t, was, what="an input changed")
+
+
+def test_a_bound_launch_still_refuses_an_overlapping_out(device):
+    # The first call of a key validates it in full; later calls with the same shapes and
+    # strides skip validation, but an out at A's address must still be refused.
+    room, b, s = _square(device)
+    a = room[:2]
+    gemm_a16wfp4(a, b, s, out=room[4:6])  # binds the key (A's shape and strides, out's too)
+    with pytest.raises(ValueError, match="out overlaps A in memory"):
+        gemm_a16wfp4(a, b, s, out=a)
+    with pytest.raises(ValueError, match="out overlaps A in memory"):
+        gemm_a16wfp4(room[1:3], b, s, out=room[2:4])  # A's second row is out's first
+    assert_bits_equal(room[:2], _square(device)[0][:2], what="A changed")
 
 
 def test_meta_operands_get_our_error():
@@ -378,7 +518,7 @@ def test_a_bound_launch_revalidates_what_it_relies_on(device):
         )
     wide = torch.zeros(2, 64, dtype=torch.bfloat16, device=device)[:, :32]  # row stride 64: fine
     assert gemm_a16wfp4(a, b, s, out=wide) is wide
-    torch.testing.assert_close(wide, gemm_a16wfp4(a, b, s), rtol=0, atol=0)
+    assert_bits_equal(wide, gemm_a16wfp4(a, b, s))
 
 
 @pytest.mark.gpu
@@ -439,7 +579,7 @@ def test_bound_launch_gives_the_jit_paths_bits(shape):
     side.synchronize()
     torch.cuda.synchronize()
     for i, out in enumerate(got):
-        assert torch.equal(out.view(torch.int16), want[i % 3].view(torch.int16)), f"call {i}"
+        assert_bits_equal(out, want[i % 3], what=f"call {i}")
     assert check_leaderboard(got[0], reference_gemm(a, b, s))
 
 

@@ -8,13 +8,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kernels.layout import (
-    SCALE_PAD,
     padded_scale_shape,
     shuffle_scales,
     shuffle_weight,
     unshuffle_scales,
     unshuffle_weight,
 )
+from tests.bits import assert_bits_equal
 
 
 def _weight_offset(n: int, kb: int, big_kb: int) -> int:
@@ -56,7 +56,7 @@ def test_weight_shuffle_matches_the_offset_formula(n_tiles, k_tiles):
     for r in range(n):
         for c in range(kb):
             expected[_weight_offset(r, c, kb)] = r * kb + c
-    assert torch.equal(got, expected)
+    assert_bits_equal(got, expected)
 
 
 @given(st.integers(1, 300), st.integers(1, 20))
@@ -72,8 +72,8 @@ def test_scale_shuffle_matches_the_offset_formula_and_pads(n, cols):
             off = _scale_offset(r, c, sp)
             assert int(hi[off]) * 256 + int(lo[off]) == r * cols + c
             is_data[off] = True
-    # every other byte is padding, and padding holds the documented fill
-    assert bool((lo[~is_data] == SCALE_PAD).all()) and bool((hi[~is_data] == SCALE_PAD).all())
+    # every other byte is padding, and padding holds the fill of the spec: 0xFF, the E8M0 NaN
+    assert bool((lo[~is_data] == 0xFF).all()) and bool((hi[~is_data] == 0xFF).all())
     assert int(is_data.sum()) == n * cols
 
 
@@ -86,7 +86,7 @@ def test_weight_round_trip(n_tiles, k_tiles, seed):
         dtype=torch.uint8,
         generator=torch.Generator().manual_seed(seed),
     )
-    assert torch.equal(unshuffle_weight(shuffle_weight(w)), w)
+    assert_bits_equal(unshuffle_weight(shuffle_weight(w)), w)
 
 
 @given(st.integers(1, 600), st.integers(1, 40), st.integers(0, 255))
@@ -96,20 +96,19 @@ def test_scale_round_trip_never_returns_padding(n, cols, pad):
     s[::3] = (pad + 2) % 256
     back = unshuffle_scales(shuffle_scales(s, pad_value=pad), n, 32 * cols)
     assert back.shape == (n, cols)
-    assert torch.equal(back, s)
+    assert_bits_equal(back, s)
 
 
-@pytest.mark.skipif(not hasattr(torch, "float8_e8m0fnu"), reason="torch has no float8_e8m0fnu")
 def test_torch_fp4_and_e8m0_views_keep_their_dtype():
     w = torch.randint(0, 256, (32, 64), dtype=torch.uint8)
     ws = shuffle_weight(w.view(torch.float4_e2m1fn_x2))
     assert ws.dtype == torch.float4_e2m1fn_x2
-    assert torch.equal(ws.view(torch.uint8), shuffle_weight(w))
-    assert torch.equal(unshuffle_weight(ws).view(torch.uint8), w)
+    assert_bits_equal(ws.view(torch.uint8), shuffle_weight(w))
+    assert_bits_equal(unshuffle_weight(ws).view(torch.uint8), w)
     s = torch.randint(0, 255, (32, 4), dtype=torch.uint8)
     ss = shuffle_scales(s.view(torch.float8_e8m0fnu))
     assert ss.dtype == torch.float8_e8m0fnu
-    assert torch.equal(unshuffle_scales(ss, 32, 128).view(torch.uint8), s)
+    assert_bits_equal(unshuffle_scales(ss, 32, 128).view(torch.uint8), s)
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ import struct
 
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kernels.mxfp4 import (
@@ -22,6 +22,11 @@ from kernels.mxfp4 import (
     quantize_mxfp4,
     unpack_codes,
 )
+from tests import blocks
+from tests.bits import assert_bits_equal
+
+# The oracle's tests run no kernel: eight times the profile's examples cost a second or two.
+CHEAP = settings(max_examples=8 * settings.default.max_examples)
 
 GRID = E2M1_VALUES
 
@@ -160,7 +165,7 @@ def test_nan_poisons_its_block_only():
     packed, s = quantize_mxfp4(x)
     deq = dequantize_mxfp4(packed, s)
     assert torch.isnan(deq[0, :32]).all()
-    assert torch.equal(deq[0, 32:34], torch.tensor([6.0, 3.0]))
+    assert_bits_equal(deq[0, 32:34], torch.tensor([6.0, 3.0]))
 
 
 def test_every_e8m0_byte_dequantizes_exactly():
@@ -168,16 +173,15 @@ def test_every_e8m0_byte_dequantizes_exactly():
     packed = torch.full((256, 16), 0x22, dtype=torch.uint8)  # every element 1.0 (code 2)
     got = dequantize_mxfp4(packed, scales, torch.float64)
     for byte in range(255):
-        assert torch.equal(
+        assert_bits_equal(
             got[byte], torch.full((32,), math.ldexp(1.0, byte - 127), dtype=torch.float64)
         )
     assert torch.isnan(got[255]).all()  # 0xFF is E8M0's NaN
     # fp32 keeps every scale but the top of the range finite: 2**(254-127) = 2**127 is fp32's
     # largest power of two, so 1.0 * that is finite while 6 * that overflows to inf.
     f32 = e8m0_to_float(scales.flatten(), torch.float32)
-    assert torch.equal(
-        f32[:255].double(), torch.tensor([math.ldexp(1.0, b - 127) for b in range(255)])
-    )
+    want = torch.tensor([math.ldexp(1.0, b - 127) for b in range(255)], dtype=torch.float32)
+    assert_bits_equal(f32[:255], want)
 
 
 def test_every_code_dequantizes_exactly():
@@ -187,21 +191,26 @@ def test_every_code_dequantizes_exactly():
     got = dequantize_mxfp4(packed, scales)
     values = list(GRID) + [-v for v in GRID]
     expected = torch.tensor([[values[b & 0xF], values[b >> 4]] for b in range(256)]).reshape(8, 64)
-    assert torch.equal(got, expected)
+    assert_bits_equal(got, expected)
 
 
-finite_f32 = st.floats(width=32, allow_nan=False, allow_infinity=False)
-block_values = st.one_of(
-    finite_f32,
-    st.sampled_from([0.0, -0.0, 0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0, 7.0, float("inf")]),
-    st.floats(min_value=-8, max_value=8, width=32),
-    st.floats(width=32),  # NaN and infinities too
-)
+def _f32_neighbour(v: float, step: int) -> float:
+    """The fp32 value ``step`` (-1, 0, 1) ulps away from ``v`` in magnitude (v itself for 0,
+    inf, NaN): the values next to a tie that bf16 cannot hold."""
+    bits = _f32_bits(v)
+    if step == 0 or not math.isfinite(v) or bits & 0x7FFFFFFF == 0:
+        return v
+    return struct.unpack("<f", struct.pack("<I", bits + step))[0]
 
 
-@given(st.lists(block_values, min_size=32, max_size=32), st.integers(min_value=-40, max_value=40))
-def test_matches_naive_rule(values, shift):
-    xs = [math.ldexp(v, shift) if math.isfinite(v) else v for v in values]
+# Blocks built around their scale (tests/blocks.py: ties of both signs, -0, subnormals, inf,
+# a NaN in one block of eight), each element perhaps moved one fp32 ulp, the whole block
+# scaled by 2**shift: fp32's finer grid around every tie, at every scale fp32 reaches.
+@CHEAP
+@given(blocks.quant_block(), st.integers(min_value=-40, max_value=40), st.randoms())
+def test_matches_naive_rule(block, shift, rnd):
+    xs = [_f32_neighbour(blocks.value(p), rnd.choice((-1, 0, 0, 1))) for p in block]
+    xs = [math.ldexp(v, shift) if math.isfinite(v) else v for v in xs]
     x = torch.tensor([xs], dtype=torch.float32)
     xs = x.flatten().tolist()  # after fp32 rounding of the shifted values
     codes, scales = _codes(x)
@@ -210,8 +219,11 @@ def test_matches_naive_rule(values, shift):
     assert codes == exp_codes
 
 
-@given(st.lists(st.integers(min_value=0, max_value=0xFFFF), min_size=64, max_size=64))
-def test_bf16_bit_patterns_match_naive_rule(patterns):
+@CHEAP
+@given(st.lists(blocks.quant_block(), min_size=2, max_size=2))
+def test_bf16_bit_patterns_match_naive_rule(two_blocks):
+    blocks.report(two_blocks)
+    patterns = two_blocks[0] + two_blocks[1]
     x = (
         torch.tensor(patterns, dtype=torch.int32)
         .to(torch.int16)
@@ -226,6 +238,31 @@ def test_bf16_bit_patterns_match_naive_rule(patterns):
         assert codes[32 * b : 32 * b + 32] == exp_codes
 
 
+@CHEAP
+@given(st.lists(st.integers(min_value=0, max_value=0xFFFF), min_size=64, max_size=64))
+def test_any_bf16_bit_patterns_match_naive_rule(patterns):
+    x = torch.tensor(patterns, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    codes, scales = _codes(x.reshape(1, 64))
+    xs = x.float().tolist()
+    for b in range(2):
+        exp_codes, exp_byte = _naive_block(xs[32 * b : 32 * b + 32])
+        assert scales[b] == exp_byte
+        assert codes[32 * b : 32 * b + 32] == exp_codes
+
+
+def test_every_bf16_pattern_as_a_whole_block_matches_naive_rule():
+    # the oracle on all 65536 blocks of one repeated pattern, against the naive rule (of one
+    # element: a block of copies has that element's maximum)
+    x = torch.arange(1 << 16, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+    packed, scales = quantize_mxfp4(x.repeat_interleave(32).reshape(-1, 32))
+    got = zip((packed[:, 0] & 0xF).tolist(), scales[:, 0].tolist(), strict=True)
+    for p, (v, (code, byte)) in enumerate(zip(x.float().tolist(), got, strict=True)):
+        want_codes, want_byte = _naive_block([v])
+        assert (code, byte) == (want_codes[0], want_byte), hex(p)
+    assert bool((packed == packed[:, :1]).all())  # every byte of a block alike
+
+
+@CHEAP
 @given(
     st.lists(
         st.floats(min_value=-(2.0**100), max_value=2.0**100, width=32), min_size=64, max_size=64
@@ -248,7 +285,8 @@ def test_error_is_at_most_half_a_grid_step_or_saturated(values):
 def test_bf16_and_fp32_inputs_agree():
     x = torch.randn(4, 128, generator=torch.Generator().manual_seed(0)).to(torch.bfloat16)
     a, b = quantize_mxfp4(x), quantize_mxfp4(x.float())
-    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert_bits_equal(a[0], b[0])
+    assert_bits_equal(a[1], b[1])
 
 
 def test_batched_leading_dimensions():
@@ -256,15 +294,15 @@ def test_batched_leading_dimensions():
     packed, scales = quantize_mxfp4(x)
     assert packed.shape == (2, 3, 32) and scales.shape == (2, 3, 2)
     flat_p, flat_s = quantize_mxfp4(x.reshape(6, 64))
-    assert torch.equal(packed.reshape(6, 32), flat_p) and torch.equal(scales.reshape(6, 2), flat_s)
+    assert_bits_equal(packed.reshape(6, 32), flat_p)
+    assert_bits_equal(scales.reshape(6, 2), flat_s)
 
 
-@pytest.mark.skipif(not hasattr(torch, "float4_e2m1fn_x2"), reason="torch has no float4_e2m1fn_x2")
 def test_dequantize_accepts_torch_fp4_and_e8m0_views():
     x = torch.randn(2, 64, generator=torch.Generator().manual_seed(2))
     packed, scales = quantize_mxfp4(x)
     got = dequantize_mxfp4(packed.view(torch.float4_e2m1fn_x2), scales.view(torch.float8_e8m0fnu))
-    assert torch.equal(got, dequantize_mxfp4(packed, scales))
+    assert_bits_equal(got, dequantize_mxfp4(packed, scales))
 
 
 @pytest.mark.parametrize(

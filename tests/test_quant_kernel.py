@@ -2,9 +2,16 @@
 
 It runs through ``kernels.quant.quantize_mxfp4_triton``, a small kernel around the very
 ``@triton.jit`` function the GEMM calls: in the interpreter on a CPU, compiled on a GPU.
+
+Where the input space is small it is enumerated: every bf16 bit pattern as a whole block, and
+every pattern that can share a block with each of the 254 finite scales (all 8.4 million
+(element, scale) pairs the rule can meet). Hypothesis draws the combinations that cannot be
+enumerated (mixed blocks, NaN blocks, shapes), from :mod:`tests.blocks`.
 """
 
 from __future__ import annotations
+
+import functools
 
 import pytest
 import torch
@@ -15,92 +22,222 @@ from kernels.device import device_info, interpret_mode
 from kernels.mxfp4 import quantize_mxfp4
 from kernels.quant import check_impl, quant_impl, quantize_mxfp4_triton
 from kernels.targets import QuantPath, quant_path_for
+from tests import blocks
+from tests.bits import assert_bits_equal
 
 
-def _bf16(patterns: list[int], m: int, k: int, device) -> torch.Tensor:
-    x = torch.tensor(patterns, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
+def _bf16(patterns, m: int, k: int, device) -> torch.Tensor:
+    x = torch.as_tensor(patterns, dtype=torch.int32).to(torch.int16).view(torch.bfloat16)
     return x.reshape(m, k).to(device)
 
 
-# The paths a test runs: the device's own, and the model of the gfx950 instruction fed by the
-# asm path's own operand preparation (plain tl, so it runs in the interpreter and on any GPU):
-# a wrong scale operand or nibble order for v_cvt_scalef32_pk_fp4_bf16 fails here on a CPU.
-PATHS = [None, QuantPath.GFX950_EMULATED]
-PATH_IDS = ["device", "gfx950-emulated"]
+# Every quantizer path: the portable code, the model of the gfx950 instruction fed by the asm
+# path's own operand preparation (plain tl: a wrong scale operand or nibble order for
+# v_cvt_scalef32_pk_fp4_bf16 fails here on a CPU), and the asm path itself, compiled on a
+# gfx950 GPU only.
+PATHS = [
+    pytest.param(QuantPath.PORTABLE, id="portable"),
+    pytest.param(QuantPath.GFX950_EMULATED, id="gfx950-emulated"),
+    pytest.param(QuantPath.GFX950_CVT, id="gfx950-asm", marks=pytest.mark.gfx950),
+]
+BOTH_MODES = (True, False)
 
 
-def _assert_same_as_oracle(x: torch.Tensor, impl: QuantPath | None = None) -> None:
-    packed, scales = quantize_mxfp4_triton(x, impl=impl)
+def _assert_same_as_oracle(
+    x: torch.Tensor, impl: QuantPath, *, modes=BOTH_MODES, tile=(16, 256)
+) -> None:
+    """Codes and scale bytes bit for bit, in the standalone mode (``nan_block_codes=True``:
+    every byte) and in the GEMM's (every scale, the 0xFF of a NaN block included, and the codes
+    of every block without a NaN)."""
+    block_m, block_k = tile
     want_p, want_s = quantize_mxfp4(x.cpu())
-    assert torch.equal(scales.cpu(), want_s)
-    assert torch.equal(packed.cpu(), want_p)
-    # The GEMM's mode (no NaN-block code fix-up) must give every scale, the 0xFF of a NaN
-    # block included, and the codes of every block without a NaN.
-    gemm_p, gemm_s = quantize_mxfp4_triton(x, impl=impl, nan_block_codes=False)
-    assert torch.equal(gemm_s.cpu(), want_s)
-    nan_bytes = (want_s == 0xFF).repeat_interleave(16, dim=-1)
-    assert torch.equal(gemm_p.cpu()[~nan_bytes], want_p[~nan_bytes])
+    for nan_block_codes in modes:
+        packed, scales = quantize_mxfp4_triton(
+            x, impl=impl, block_m=block_m, block_k=block_k, nan_block_codes=nan_block_codes
+        )
+        mode = "standalone" if nan_block_codes else "gemm mode"
+        assert_bits_equal(scales, want_s, what=f"{impl.name} {mode} scales")
+        if nan_block_codes:
+            assert_bits_equal(packed, want_p, what=f"{impl.name} {mode} codes")
+        else:
+            kept = (want_s != 0xFF).repeat_interleave(16, dim=-1)
+            assert_bits_equal(packed.cpu()[kept], want_p[kept], what=f"{impl.name} {mode} codes")
 
 
-# Any 16-bit pattern: NaNs of both signs, infinities, subnormals, zeros of both signs.
-@pytest.mark.parametrize("impl", PATHS, ids=PATH_IDS)
-@given(data=st.data())
-def test_any_bf16_bit_pattern_quantizes_like_the_oracle(device, impl, data):
-    m = data.draw(st.integers(1, 20), label="m")
-    k = data.draw(st.sampled_from([64, 256, 320]), label="k")
-    patterns = data.draw(st.lists(st.integers(0, 0xFFFF), min_size=m * k, max_size=m * k))
-    _assert_same_as_oracle(_bf16(patterns, m, k, device), impl)
+def _enumeration_tile(device: torch.device) -> tuple[int, int]:
+    # The interpreter runs one program after the other: few, large ones keep millions of
+    # elements to seconds. A GPU compiles the launcher's default tile (a 256 x 1024 tile of
+    # one program would not fit its registers).
+    return (256, 1024) if device.type == "cpu" else (16, 256)
 
 
-# Values packed around the rounding thresholds of one scale, where an off-by-one in the rounding
-# would show: each block has its amax pinned so q = x exactly.
-@given(
-    st.lists(
-        st.sampled_from([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0, 0.0, -0.0]),
-        min_size=62,
-        max_size=62,
+# --- enumeration ----------------------------------------------------------------------------
+
+
+@functools.cache
+def _every_pattern_as_a_block() -> torch.Tensor:
+    """(2048, 1024): block i is 32 copies of the bf16 pattern i, for all 65536 patterns."""
+    patterns = torch.arange(1 << 16, dtype=torch.int32).repeat_interleave(32)
+    return _bf16(patterns, 2048, 1024, "cpu")
+
+
+def _scale_exponents(magnitudes: torch.Tensor) -> torch.Tensor:
+    """The rule's scale exponent of a block whose maximum is each bf16 magnitude pattern."""
+    rounded = ((magnitudes.to(torch.int64) << 16) + 0x200000) & 0x7F800000
+    return ((rounded >> 23) - 129).clamp(-127, 127)
+
+
+@functools.cache
+def _every_element_at_every_scale() -> torch.Tensor:
+    """For each finite scale byte B (0..253): blocks led by the largest finite magnitude whose
+    scale is B, filled with every pattern of either sign that keeps the block's scale at B
+    (+-0, the subnormals, every tie, +-inf at B = 253; no NaN), the maximum at position
+    ``i % 32`` of block ``i``. About 8.7 million elements, as (rows, 1024)."""
+    exps = _scale_exponents(torch.arange(blocks.POS_INF + 1))
+    # magnitudes 0 .. n_B - 1 keep the scale at B (the exponent grows with the magnitude)
+    n = torch.bucketize(torch.arange(254) - 127, exps, right=True)
+    top = torch.where(n - 1 == blocks.POS_INF, n - 2, n - 1)  # the largest finite one
+    per_byte = -(-2 * n // 31)  # blocks of 31 members: n_B magnitudes, positive then negative
+    byte = torch.repeat_interleave(torch.arange(254), per_byte)
+    first = torch.cumsum(per_byte, 0) - per_byte
+    j = torch.arange(len(byte)) - first[byte]  # block j of its byte
+    slot = j[:, None] * 31 + torch.arange(31)[None, :]
+    nb = n[byte][:, None]
+    body = torch.where(slot < nb, slot, torch.where(slot < 2 * nb, (slot - nb) | 0x8000, 0))
+    lead = top[byte] | (j & 1) * 0x8000  # either sign
+    pos = (torch.arange(len(byte)) & 31)[:, None]
+    col = torch.arange(32)[None, :]
+    block = torch.where(
+        col == pos, lead[:, None], body.gather(1, (col - (col > pos).long()).clamp(max=30))
     )
-)
-def test_ties_quantize_like_the_oracle(device, values):
-    x = torch.tensor([[6.0, *values[:31], -6.0, *values[31:]]], dtype=torch.bfloat16, device=device)
-    for impl in PATHS:
-        _assert_same_as_oracle(x, impl)
+    block = torch.cat([block, block.new_zeros(-len(block) % 32, 32)])
+    return _bf16(block.flatten(), len(block) // 32, 1024, "cpu")
 
 
-@pytest.mark.parametrize("impl", PATHS, ids=PATH_IDS)
-def test_edge_table_quantizes_like_the_oracle(device, impl):
-    specials = [
-        0x0000, 0x8000,  # +0, -0
-        0x0001, 0x007F, 0x8001,  # subnormals: the clamped scale turns the largest into code 4
-        0x7F7F, 0xFF7F,  # largest finite
-        0x7F80, 0xFF80,  # +-inf: saturate against scale byte 253
-        0x7FC0, 0xFFC1,  # NaNs: the block's scale becomes 0xFF
-        0x3E80, 0x3F40, 0x3FA0, 0x3FE0, 0x4020, 0x4060, 0x40A0, 0x40C0,  # 0.25 .. 6 (ties)
-    ]  # fmt: skip
-    rows = []
-    for i in range(len(specials)):
-        row = [0x3C00 + 7 * j for j in range(64)]  # ordinary values
-        row[i % 32] = specials[i]
-        rows.append(row)
-    flat = [v for r in rows for v in r]
-    _assert_same_as_oracle(_bf16(flat, len(rows), 64, device), impl)
+@pytest.mark.parametrize("impl", PATHS)
+def test_every_bf16_pattern_as_a_whole_block(device, impl):
+    # 0x0003 x 32 once gave code 2 in the interpreter where the oracle gives 0
+    x = _every_pattern_as_a_block().to(device)
+    _assert_same_as_oracle(x, impl, tile=_enumeration_tile(device))
 
 
-# Block maxima where the scale byte changes, and the NaN/inf boundary of the integer maximum:
-# 0x7F80 (+inf) must not flag a NaN, 0x7F81 (the smallest NaN) must; 0x7FFF is the largest NaN
-# (its rounded exponent field overflows to 0x100); 0x0000 gives byte 0; 0x3F5F/0x3F60 straddle
-# the round-up of the mantissa (fraction 0.75 of a binade rounds up); 0x7F7F/0x7F60 are the
-# largest finite values, whose rounding reaches exponent field 255 (byte 253).
-@pytest.mark.parametrize("impl", PATHS, ids=PATH_IDS)
+@pytest.mark.parametrize("impl", PATHS)
+def test_every_element_at_every_scale(device, impl):
+    # No NaN: the GEMM's mode must give the oracle's every byte. The standalone mode differs
+    # from it only in NaN blocks, which the whole-block enumeration and the NaN blocks below
+    # check.
+    x = _every_element_at_every_scale().to(device)
+    _assert_same_as_oracle(x, impl, modes=(False,), tile=_enumeration_tile(device))
+
+
+@pytest.mark.parametrize("impl", PATHS)
+def test_nan_blocks_at_every_scale(device, impl):
+    # A NaN in every block: the standalone mode's codes are the oracle's, against the finite
+    # maximum, at every scale. Every 8th block of the enumeration (its maximum in every
+    # position), one element replaced by a NaN of either sign.
+    x = _every_element_at_every_scale()
+    rows = x.view(torch.int16).reshape(-1, 32)[::8].clone()
+    nan = torch.tensor([0x7FC0, 0x7F81, 0x7FFF, 0xFFC1 - 0x10000], dtype=torch.int16)
+    idx = torch.arange(len(rows))
+    rows[idx, (idx * 7 + 3) % 32] = nan[idx % 4]
+    rows = torch.cat([rows, rows.new_zeros(-len(rows) % 32, 32)])
+    x = rows.view(torch.bfloat16).reshape(-1, 1024).to(device)
+    _assert_same_as_oracle(x, impl, modes=(True,), tile=_enumeration_tile(device))
+
+
+def test_the_enumerations_cover_what_they_claim():
+    # every pattern exactly 32 times, in whole blocks
+    whole = _every_pattern_as_a_block().view(torch.int16).reshape(-1, 32)
+    assert bool((whole == whole[:, :1]).all())
+    assert sorted((whole[:, 0].to(torch.int32) & 0xFFFF).tolist()) == list(range(1 << 16))
+    # every (non-NaN pattern, finite scale byte) pair the rule allows, and no NaN
+    x = _every_element_at_every_scale()
+    blocks_ = x.view(torch.int16).to(torch.int32).reshape(-1, 32) & 0xFFFF
+    assert not bool(((blocks_ & 0x7FFF) > blocks.POS_INF).any())
+    scale = _scale_exponents((blocks_ & 0x7FFF).amax(dim=1)) + 127
+    pairs = torch.unique(scale[:, None] * 65536 + blocks_).numel()
+    # bytes 0..253 with every pattern of magnitude up to the largest keeping that byte
+    mags = torch.arange(0x7F81)
+    counts = [int((_scale_exponents(mags) <= b - 127).sum()) for b in range(254)]
+    assert pairs == 2 * sum(counts)
+    assert sorted(set(scale.tolist())) == list(range(254))
+
+
+# --- sampled combinations -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("impl", PATHS)
+@given(data=st.data())
+def test_drawn_blocks_quantize_like_the_oracle(device, impl, data):
+    m = data.draw(st.integers(1, 20), label="m")
+    k = data.draw(st.sampled_from([64, 256, 320]), label="k")  # 320: a partial K tile
+    drawn = data.draw(st.lists(blocks.quant_block(), min_size=1, max_size=12), label="blocks")
+    blocks.report(drawn)
+    rows = [drawn[i % len(drawn)] for i in range(m * k // 32)]
+    _assert_same_as_oracle(_bf16([p for b in rows for p in b], m, k, device), impl)
+
+
+# Any 16-bit pattern anywhere: NaNs of both signs, infinities, subnormals, zeros of both signs
+@pytest.mark.parametrize("impl", PATHS)
+@given(st.lists(st.integers(0, 0xFFFF), min_size=128, max_size=128))
+def test_any_bf16_bit_patterns_quantize_like_the_oracle(device, impl, patterns):
+    _assert_same_as_oracle(_bf16(patterns, 2, 64, device), impl)
+
+
+def test_the_block_strategy_reaches_every_class():
+    # Drawn as the ci profile draws (derandomized), 200 blocks: each class in its share of
+    # them at least, so a strategy that stops reaching one fails here, not silently.
+    from collections import Counter
+
+    from hypothesis import Phase, settings
+
+    seen: Counter[str] = Counter()
+    drawn = []
+
+    @settings(max_examples=200, derandomize=True, database=None, phases=[Phase.generate])
+    @given(blocks.quant_block())
+    def draw(block):
+        drawn.append(block)
+        seen.update(blocks.block_classes(block))
+
+    draw()
+    assert len(drawn) == 200
+    short = {c: seen[c] for c, share in blocks.CLASS_SHARE.items() if seen[c] < share * 200}
+    assert not short, f"classes reached in too few of 200 blocks: {short} (all: {dict(seen)})"
+
+
 @pytest.mark.parametrize(
-    "top", [0x0000, 0x0001, 0x3F5F, 0x3F60, 0x7F5F, 0x7F60, 0x7F7F, 0x7F80, 0x7F81, 0x7FFF]
+    ("block", "classes"),
+    [
+        ([0x40C0, 0xBE80] + [0] * 30, {"no-nan", "neg-tie"}),  # 6 sets 2**0; -0.25 a tie
+        ([0x40C0, 0x3F40, 0x8000] + [0] * 29, {"no-nan", "pos-tie", "neg-zero"}),  # 0.75
+        ([0x0003] * 32, {"no-nan", "subnormal", "subnormal-max"}),
+        ([0x7F80, 0xFFC1] + [0] * 30, {"nan", "inf"}),
+        ([0x40DF] + [0] * 31, {"no-nan", "saturated"}),  # 6.97 against 2**0
+        ([0x40C0, 0x3E81] + [0] * 30, {"no-nan"}),  # next to a tie is no tie
+    ],
 )
-def test_block_maximum_boundaries(device, impl, top):
-    for sign in (0x0000, 0x8000):
+def test_the_block_classifier(block, classes):
+    assert blocks.block_classes(block) == classes
+
+
+@pytest.mark.parametrize("impl", PATHS)
+@pytest.mark.parametrize("sign", [0x0000, 0x8000], ids=["pos", "neg"])
+def test_block_maximum_boundaries(device, impl, sign):
+    # Block maxima where the scale byte changes, and the NaN/inf boundary of the integer
+    # maximum: 0x7F80 (+inf) must not flag a NaN, 0x7F81 (the smallest NaN) must; 0x7FFF is the
+    # largest NaN (its rounded exponent field overflows to 0x100); 0x0000 gives byte 0;
+    # 0x3F5F/0x3F60 straddle the round-up of the mantissa (fraction 0.75 of a binade rounds
+    # up); 0x7F7F/0x7F60 are the largest finite values, whose rounding reaches exponent field
+    # 255 (byte 253). One row per maximum, the other block with the opposite sign.
+    tops = [0x0000, 0x0001, 0x3F5F, 0x3F60, 0x7F5F, 0x7F60, 0x7F7F, 0x7F80, 0x7F81, 0x7FFF]
+    rows = []
+    for top in tops:
         row = [0x3C00 + 3 * j for j in range(64)]
-        row[5] = top | sign  # the block maximum, either sign
-        row[40] = (top | sign) ^ 0x8000  # the other block, opposite sign
-        _assert_same_as_oracle(_bf16(row, 1, 64, device), impl)
+        row[5] = top | sign
+        row[40] = (top | sign) ^ 0x8000
+        rows += row
+    _assert_same_as_oracle(_bf16(rows, len(tops), 64, device), impl)
 
 
 def test_implementation_follows_the_target():
