@@ -43,7 +43,7 @@ def _rows(medians, *, segments=None, benchmark="b[m4-n2880-k512]", fingerprints=
                 ci_high=float(m) * 1.001,
                 rounds=200,
                 has_samples=False,
-            )  # fmt: skip
+            )
         )
     return out
 
@@ -66,8 +66,10 @@ def test_pure_noise_has_no_change():
     # GPU-like noise: 0.5% run to run and 5% of runs in a slow episode of +2.4..4.2%
     rng = np.random.default_rng(7)
     flagged = [
-        seed for seed in range(60) if detect.detect(_rows(gpu_like_series(rng, 40, 0.0, 0)), SETTINGS).changes
-    ]  # fmt: skip
+        seed
+        for seed in range(60)
+        if detect.detect(_rows(gpu_like_series(rng, 40, 0.0, 0)), SETTINGS).changes
+    ]
     assert flagged == []
 
 
@@ -134,8 +136,15 @@ def test_constant_levels_with_no_noise_still_work():
 
 
 def test_detect_command_json_and_exit_code(tmp_path, capsys):
-    runs = write_history(tmp_path / "runs", runs=20, step_at=12, step=0.06, new_torch_at=4,
-                         keyword="m16-n2112-k7168", max_rounds=20)  # fmt: skip
+    runs = write_history(
+        tmp_path / "runs",
+        runs=20,
+        step_at=12,
+        step=0.06,
+        new_torch_at=4,
+        keyword="m16-n2112-k7168",
+        max_rounds=20,
+    )
     db = tmp_path / "h.sqlite"
     assert main(["history", "add", *map(str, runs), "--db", str(db)]) == 0
     out = tmp_path / "changes.json"

@@ -26,8 +26,15 @@ def history(tmp_path_factory):
     """16 runs of the H200 device selection: m16-n2112-k7168 6% slower from run 10, a new torch
     from run 3 (one segment start)."""
     root = tmp_path_factory.mktemp("history")
-    runs = write_history(root / "runs", runs=16, step_at=10, step=0.06, new_torch_at=3,
-                         keyword="m16-n2112-k7168", max_rounds=20)  # fmt: skip
+    runs = write_history(
+        root / "runs",
+        runs=16,
+        step_at=10,
+        step=0.06,
+        new_torch_at=3,
+        keyword="m16-n2112-k7168",
+        max_rounds=20,
+    )
     db = root / "h.sqlite"
     assert main(["history", "add", *map(str, runs), "--db", str(db), "--branch", "main"]) == 0
     return db
@@ -63,7 +70,21 @@ def test_plot_bad_input(history, tmp_path, capsys):
     assert main(["history", "plot", "--db", str(history), "--out", str(tmp_path / "h.pdf")]) == 2
     assert "expected a .png or .svg" in capsys.readouterr().err
     assert main(["history", "plot", "--db", str(history), "--out", str(history)]) == 2
-    assert main(["history", "plot", "--db", str(history), "--out", str(tmp_path / "x.png"), "-k", "nothing"]) == 2  # fmt: skip
+    assert (
+        main(
+            [
+                "history",
+                "plot",
+                "--db",
+                str(history),
+                "--out",
+                str(tmp_path / "x.png"),
+                "-k",
+                "nothing",
+            ]
+        )
+        == 2
+    )
     assert not (tmp_path / "x.png").exists()
 
 
@@ -151,9 +172,19 @@ def _chromium() -> str | None:
 
 def _screenshot(browser: str, page: Path, shot: Path, profile: Path) -> list[str]:
     """Open ``page``, save a screenshot; the page's console messages."""
-    cmd = [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-           "--enable-logging=stderr", "--v=0", "--window-size=1400,2200",
-           f"--user-data-dir={profile}", f"--screenshot={shot}", page.as_uri()]  # fmt: skip
+    cmd = [
+        browser,
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--enable-logging=stderr",
+        "--v=0",
+        "--window-size=1400,2200",
+        f"--user-data-dir={profile}",
+        f"--screenshot={shot}",
+        page.as_uri(),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert _png_size(shot.read_bytes()) == (1400, 2200)
