@@ -108,9 +108,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--trials", type=int, default=200, help="series per step size")
     parser.add_argument("--length", type=int, default=40, help="runs per series")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--min-effect", type=float, default=0.02)
+    parser.add_argument("--min-effect", type=float, default=0.015)
     parser.add_argument("--min-size", type=int, default=3)
-    parser.add_argument("--penalty", type=float, default=3.0)
+    parser.add_argument("--penalty", type=float, default=5.0)
     parser.add_argument("--alpha", type=float, default=0.01)
     parser.add_argument(
         "--only", action="append", metavar="NAME", help="measure only detectors containing NAME"

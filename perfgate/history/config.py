@@ -49,7 +49,7 @@ _KEYS: dict[str, tuple[type, Callable[[Any], bool], str]] = {
     "min_effect": (float, _fraction, "a fraction in (0, 1)"),
     "min_size": (int, lambda v: 2 <= v <= 100, "an int in [2, 100]"),
     "penalty": (float, lambda v: 0 < v < math.inf, "finite and > 0"),
-    "alpha": (float, lambda v: 0 < v < 0.5, "in (0, 0.5)"),
+    "significance": (float, lambda v: 0 < v < 0.5, "in (0, 0.5)"),
     "baseline_runs": (int, lambda v: 2 <= v <= 50, "an int in [2, 50]"),
     "min_runs": (int, lambda v: v >= 2, "an int >= 2"),
     "gate_min_effect": (float, lambda v: 0 <= v < 1, "a fraction in [0, 1)"),
@@ -115,7 +115,7 @@ def load(path: str | os.PathLike[str] | None = None) -> HistoryConfig:
     db = Path(values["db"]).expanduser()
     try:
         steps = StepSettings(
-            values["min_effect"], values["min_size"], values["penalty"], values["alpha"]
+            values["min_effect"], values["min_size"], values["penalty"], values["significance"]
         )
     except (TypeError, ValueError) as exc:  # pragma: no cover - the checks above are stricter
         raise HistoryConfigError(f"{where} {exc}") from None

@@ -209,8 +209,8 @@ def test_history_settings_table_is_checked(tmp_path):
         ("min_size = 3 ", "min_size = 1 ", "min_size must be an int in [2, 100], got 1"),
         ("min_runs = 3 ", "min_runs = 9 ", "min_runs must be <= baseline_runs"),
         ("samples_kept = 20 ", "samples_kept = 2 ", "samples_kept must be >= baseline_runs"),
-        ("penalty = 3.0 ", "penalty = 'x' ", "penalty must be finite and > 0, got 'x'"),
-        ("alpha = 0.01             # detect", "alfa = 0.01 # detect", "unknown key alfa"),
+        ("penalty = 5.0 ", "penalty = 'x' ", "penalty must be finite and > 0, got 'x'"),
+        ("significance = 0.01 ", "signifcance = 0.01 ", "unknown key signifcance"),
     ):
         assert old in text, old
         path = tmp_path / "pyproject.toml"
