@@ -20,6 +20,8 @@ _COMMAND_MODULES = (
     "perfgate.host",
     "perfgate.isa",
     "perfgate.container",
+    "perfgate.commands.history",
+    "perfgate.commands.bisect",
 )
 
 

@@ -1,0 +1,152 @@
+"""``python -m perfgate bisect --good REV --bad REV [-k TEXT]``: the commit that made it slower.
+
+Bisects the first-parent line from GOOD to BAD with same-job A/B runs (``perfgate ab --base A
+--head B``, both sides checked out into worktrees and measured interleaved on this GPU): first
+BAD against GOOD (it must be a regression), then each step the midpoint of the undecided range
+against the last good commit. The first bad commit is measured against its parent, and that A/B
+is printed as the table that convicts it. Commits whose A/B cannot decide (no build, wrong
+outputs, inconclusive) are skipped, as ``git bisect skip`` does. Every A/B's reports stay in
+--results-dir.
+
+Exit codes: 0 the bisection finished (the first bad commit, the range hiding it behind skipped
+commits, or a slowdown spread over several commits: the last line says which); 2 unusable input
+(an unknown revision, GOOD not an ancestor of BAD on its first-parent line, BAD not slower than
+GOOD, no GPU), with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+PROG = "perfgate bisect"
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "bisect",
+        help="find the commit that made a benchmark slower, by same-job A/B",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--good", required=True, metavar="REV", help="a commit that was fast")
+    parser.add_argument("--bad", required=True, metavar="REV", help="a later commit that is slow")
+    parser.add_argument(
+        "-k",
+        dest="keyword",
+        metavar="TEXT",
+        help="only benchmarks whose name holds TEXT (passed to ab)",
+    )
+    parser.add_argument("--groups", help="benchmark groups, passed to ab (default: ab's)")
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=Path(".perfgate/results/bisect"),
+        help="where each A/B's reports go (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--json",
+        dest="json_out",
+        type=Path,
+        metavar="OUT",
+        help="write the steps and the answer as JSON",
+    )
+    parser.set_defaults(func=_run)
+
+
+def _repo() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def _run(args: argparse.Namespace) -> int:
+    import shutil
+
+    from perfgate.history import bisect as bs
+
+    if shutil.which("git") is None:
+        print(f"{PROG}: error: git is not on PATH", file=sys.stderr)
+        return 2
+    repo = _repo()
+    try:
+        commits = bs.commit_range(repo, args.good, args.bad)
+    except bs.RevisionError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    if args.json_out is not None and args.json_out.resolve().is_relative_to(
+        args.results_dir.resolve()
+    ):
+        print(
+            f"{PROG}: error: --json {args.json_out}: inside --results-dir, where the A/B runs "
+            "write; put it elsewhere",
+            file=sys.stderr,
+        )
+        return 2
+    import torch
+
+    if not torch.cuda.is_available():
+        print(
+            f"{PROG}: error: no GPU visible: each step is an A/B measured on this GPU",
+            file=sys.stderr,
+        )
+        return 2
+    extra = ["--groups", args.groups] if args.groups else []
+    runner = bs.subprocess_runner(repo, keyword=args.keyword, extra=extra, out_dir=args.results_dir)
+    print(f"{PROG}: {len(commits) - 1} commits after {commits[0][:12]} up to {commits[-1][:12]}")
+    result = bs.bisect(commits, _announcing(runner))
+    return _present(args, result)
+
+
+def _announcing(runner):
+    def run(base: str, head: str):
+        print(f"{PROG}: A/B {head[:12]} against {base[:12]}", flush=True)
+        step = runner(base, head)
+        print(f"{PROG}: {head[:12]}: {step.outcome}", flush=True)
+        return step
+
+    return run
+
+
+def _present(args: argparse.Namespace, result) -> int:
+    from perfgate import atomic
+    from perfgate.history import bisect as bs
+
+    premise = result.steps[0]
+    if premise.outcome != bs.REGRESSION:
+        print(premise.table)
+        print(f"{PROG}: error: {result.message}", file=sys.stderr)
+        code = 2
+    else:
+        if result.conviction is not None:
+            print(
+                f"\nThe A/B that convicts it ({result.conviction.head[:12]} against its parent "
+                f"{result.conviction.base[:12]}):\n"
+            )
+            print(result.conviction.table)
+        print("steps:")
+        for s in result.steps:
+            print(f"  {s.head[:12]} against {s.base[:12]}: {s.outcome}")
+        print(f"{PROG}: {result.message}")
+        code = 0
+    if args.json_out is not None:
+        atomic.write_json(
+            args.json_out,
+            {
+                "first_bad": result.first_bad,
+                "last_good": result.last_good,
+                "message": result.message,
+                "skipped": list(result.skipped),
+                "steps": [
+                    {"base": s.base, "head": s.head, "outcome": s.outcome} for s in result.steps
+                ],
+                "conviction": None
+                if result.conviction is None
+                else {
+                    "base": result.conviction.base,
+                    "head": result.conviction.head,
+                    "outcome": result.conviction.outcome,
+                    "report": result.conviction.detail,
+                },
+            },
+        )
+    return code

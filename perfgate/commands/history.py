@@ -1,0 +1,417 @@
+"""``python -m perfgate history add|list|detect|plot|report``: every run kept, its change points
+found and plotted.
+
+  add RESULTS.json [...]     keep runs (pytest-benchmark JSON from bench, update-baselines, ab);
+                             adding a run already kept adds nothing
+  list [-k TEXT]             the kept rows: one per benchmark per run
+  detect [--json OUT]        change points per benchmark over its runs in commit order; a change
+                             of the fingerprint (driver, runtime, torch, triton, GPU) starts a new
+                             segment and is never a change
+  plot --out FILE.png|.svg   medians with their CIs over commits, change points, the score
+  report --out DIR           a static HTML site (plots, tables, change points) for GitHub Pages
+
+Every subcommand takes --db PATH (default: db of [tool.perfgate-history] in pyproject.toml).
+
+Exit codes: 0 done (detect: no slower change in any series' newest segment); 1 detect found a
+slower change above the minimum effect in a series' newest segment; 2 unusable input (a
+malformed results file, a missing or foreign store, a bad option, an output that would replace
+an input), with a one-line reason.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+PROG = "perfgate history"
+
+
+class UsageError(Exception):
+    """Unusable input: one line, exit 2."""
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "history",
+        help="keep every run, find change points, plot them, publish a report",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="history_command", required=True, metavar="SUBCOMMAND")
+
+    add = _sub(sub, "add", "keep the runs of results files (idempotent)")
+    add.add_argument("results", nargs="+", type=Path, metavar="RESULTS.json")
+    add.add_argument(
+        "--branch",
+        help="the branch these runs belong to (default: the file's commit_info.branch; CI "
+        "checkouts are detached, so CI passes --branch main)",
+    )
+    add.set_defaults(func=_add)
+
+    ls = _sub(sub, "list", "the kept rows, one per benchmark per run")
+    _filters(ls)
+    ls.add_argument("--json", dest="json_out", type=Path, metavar="OUT", help="also write them")
+    ls.set_defaults(func=_list)
+
+    det = _sub(sub, "detect", "change points per benchmark; exit 1 on a recent slowdown")
+    _filters(det)
+    det.add_argument(
+        "--json",
+        dest="json_out",
+        type=Path,
+        metavar="OUT",
+        help="write the change points as a JSON list",
+    )
+    det.add_argument(
+        "--last",
+        type=_positive,
+        metavar="N",
+        help="alarm only on changes among each series' newest N runs",
+    )
+    det.add_argument(
+        "--min-effect",
+        type=float,
+        metavar="X",
+        help="smallest change of level that counts, a fraction (default: the table's)",
+    )
+    det.set_defaults(func=_detect)
+
+    plt = _sub(sub, "plot", "medians over commits with change points, as PNG or SVG")
+    _filters(plt)
+    plt.add_argument("--out", required=True, type=Path, metavar="FILE.png|FILE.svg")
+    plt.set_defaults(func=_plot)
+
+    rep = _sub(sub, "report", "a static HTML site of the history (for GitHub Pages)")
+    _filters(rep)
+    rep.add_argument("--out", required=True, type=Path, metavar="DIR")
+    rep.set_defaults(func=_report)
+
+
+def _sub(sub, name: str, help_text: str) -> argparse.ArgumentParser:
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument(
+        "--db", metavar="PATH", help="the history store (default: [tool.perfgate-history] db)"
+    )
+    return p
+
+
+def _filters(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "-k", dest="keyword", metavar="TEXT", help="only benchmarks whose name holds TEXT"
+    )
+    p.add_argument("--device", metavar="KEY", help="only this device key (e.g. nvidia-h200)")
+    p.add_argument("--mode", metavar="MODE", help="only this timing mode")
+    p.add_argument("--branch", metavar="NAME", help="only runs of this branch")
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1, got {value}")
+    return value
+
+
+def _fail(args: argparse.Namespace, message: str) -> int:
+    print(f"{PROG} {args.history_command}: error: {message}", file=sys.stderr)
+    return 2
+
+
+def _guarded(body):
+    def run(args: argparse.Namespace) -> int:
+        from perfgate.history.config import HistoryConfigError
+        from perfgate.history.records import RecordError
+        from perfgate.history.site import SiteError
+        from perfgate.history.store import StoreError
+
+        try:
+            return body(args)
+        except (UsageError, HistoryConfigError, RecordError, StoreError, SiteError) as exc:
+            return _fail(args, " ".join(str(exc).split()))
+
+    return run
+
+
+def _config():
+    from perfgate.history import config
+
+    return config.load()
+
+
+def _db(args: argparse.Namespace, cfg) -> Path | str:
+    return args.db if args.db else cfg.db
+
+
+def _not_over(out: Path, inputs: list) -> None:
+    """Never write an output over an input (a store given as sqlite:///PATH is that PATH)."""
+    for p in inputs:
+        text = str(p)
+        path = Path(text.split("://", 1)[1]) if text.startswith("sqlite://") else Path(text)
+        if out.resolve() == path.resolve():
+            raise UsageError(f"{out}: is also an input; write the output elsewhere")
+
+
+def _rows(args, store):
+    from perfgate.history.store import Query
+
+    if getattr(args, "mode", None) is not None:
+        from perfgate.modes import MODE_NAMES
+
+        if args.mode not in MODE_NAMES:
+            raise UsageError(f"--mode {args.mode}: expected one of {', '.join(MODE_NAMES)}")
+    rows = store.rows(
+        Query(device_key=args.device, mode=args.mode, branch=args.branch, keyword=args.keyword)
+    )
+    if not rows:
+        raise UsageError(f"{store.location}: no runs match {_selection(args)}")
+    return rows
+
+
+def _selection(args) -> str:
+    parts = [
+        f"{flag} {value}"
+        for flag, value in (
+            ("-k", args.keyword),
+            ("--device", args.device),
+            ("--mode", args.mode),
+            ("--branch", args.branch),
+        )
+        if value
+    ]
+    return " ".join(parts) if parts else "(the store is empty)"
+
+
+# -- add -----------------------------------------------------------------------------------------
+@_guarded
+def _add(args: argparse.Namespace) -> int:
+    from perfgate.history.append import append_runs
+    from perfgate.history.store import open_store
+
+    cfg = _config()
+    db = _db(args, cfg)
+    for p in args.results:
+        _not_over(p, [db])
+    with open_store(db, write=True) as store:
+        done = append_runs(store, args.results, branch=args.branch, samples_kept=cfg.samples_kept)
+    added = [a for a in done if a.added]
+    for a in done:
+        state = "added" if a.added else "already kept"
+        r = a.run
+        print(
+            f"{state}: {r.source} ({r.device_key}, {r.mode}, {len(r.results)} benchmarks, "
+            f"commit {r.commit[:12]}, branch {r.branch or '-'})"
+        )
+    print(
+        f"{len(added)} run{'s' * (len(added) != 1)} added, {len(done) - len(added)} already kept, to {db}"
+    )
+    return 0
+
+
+# -- list ----------------------------------------------------------------------------------------
+@_guarded
+def _list(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from perfgate import atomic
+    from perfgate.history.store import open_store
+
+    cfg = _config()
+    db = _db(args, cfg)
+    if args.json_out:
+        _not_over(args.json_out, [db])
+    with open_store(db, write=False) as store:
+        rows = _rows(args, store)
+    table = Table(title=f"perfgate history: {len(rows)} rows from {db}")
+    for col in (
+        "device",
+        "mode",
+        "benchmark",
+        "commit",
+        "commit date",
+        "run date",
+        "median (µs)",
+        "95% CI (µs)",
+        "rounds",
+        "segment",
+        "source",
+    ):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(
+            *(
+                Text(c)
+                for c in (
+                    r.device_key,
+                    r.mode,
+                    r.benchmark,
+                    r.commit[:12],
+                    (r.commit_time or "-")[:19],
+                    (r.run_time or "-")[:19],
+                    f"{r.median * 1e6:.3f}",
+                    f"{r.ci_low * 1e6:.3f}-{r.ci_high * 1e6:.3f}",
+                    str(r.rounds),
+                    r.segment[:8],
+                    r.source,
+                )
+            )
+        )
+    Console(width=200).print(table)
+    if args.json_out:
+        atomic.write_json(args.json_out, [_row_json(r) for r in rows])
+    return 0
+
+
+def _row_json(r) -> dict:
+    return {
+        "device_key": r.device_key,
+        "mode": r.mode,
+        "benchmark": r.benchmark,
+        "group": r.group,
+        "commit": r.commit,
+        "commit_time": r.commit_time,
+        "run_time": r.run_time,
+        "branch": r.branch,
+        "fingerprint": r.fingerprint,
+        "segment": r.segment,
+        "median": r.median,
+        "ci_low": r.ci_low,
+        "ci_high": r.ci_high,
+        "rounds": r.rounds,
+        "source": r.source,
+        "digest": r.digest,
+        "has_samples": r.has_samples,
+    }
+
+
+# -- detect --------------------------------------------------------------------------------------
+def _detection(args, cfg, rows):
+    import dataclasses
+
+    from perfgate.history.detect import detect
+
+    steps = cfg.steps
+    if getattr(args, "min_effect", None) is not None:
+        try:
+            steps = dataclasses.replace(steps, min_effect=args.min_effect)
+        except ValueError as exc:
+            raise UsageError(f"--min-effect: {exc}") from None
+    return detect(rows, steps, last=getattr(args, "last", None))
+
+
+@_guarded
+def _detect(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from perfgate import atomic
+    from perfgate.history.store import open_store
+
+    cfg = _config()
+    db = _db(args, cfg)
+    if args.json_out:
+        _not_over(args.json_out, [db])
+    with open_store(db, write=False) as store:
+        rows = _rows(args, store)
+    found = _detection(args, cfg, rows)
+    console = Console(width=200)
+    table = Table(
+        title=f"perfgate history detect: {found.series} series, {len(found.changes)} changes"
+    )
+    for col in (
+        "",
+        "benchmark",
+        "device, mode",
+        "first commit after",
+        "before (µs)",
+        "after (µs)",
+        "change",
+        "runs before/after",
+        "p",
+    ):
+        table.add_column(col, overflow="fold")
+    for c in found.changes:
+        state = "ALARM" if c.alarm else ("slower" if c.change > 0 else "faster")
+        style = "bold red" if c.alarm else ("yellow" if c.change > 0 else "green")
+        table.add_row(
+            Text(state, style=style),
+            *(
+                Text(x)
+                for x in (
+                    c.benchmark,
+                    f"{c.device_key}, {c.mode}",
+                    c.commit[:12],
+                    f"{c.before * 1e6:.3f}",
+                    f"{c.after * 1e6:.3f}",
+                    f"{c.change:+.2%}",
+                    f"{c.runs_before}/{c.runs_after}",
+                    f"{c.p_value:.2g}",
+                )
+            ),
+        )
+    console.print(table)
+    for s in {(s.device_key, s.mode, s.commit, s.difference) for s in found.segment_starts}:
+        console.print(
+            Text(f"new fingerprint segment at {s[2][:12]} ({s[0]}, {s[1]}): {s[3]}", style="dim")
+        )
+    alarms = found.alarms
+    if alarms:
+        console.print(
+            Text(
+                f"{len(alarms)} slower change{'s' * (len(alarms) != 1)} in the newest "
+                "fingerprint segment",
+                style="bold red",
+            )
+        )
+    else:
+        console.print(
+            Text("no slower change in the newest fingerprint segment", style="bold green")
+        )
+    if args.json_out:
+        atomic.write_json(args.json_out, [c.to_json() for c in found.changes])
+    return found.exit_code
+
+
+# -- plot and report -----------------------------------------------------------------------------
+@_guarded
+def _plot(args: argparse.Namespace) -> int:
+    from perfgate.history import plot
+    from perfgate.history.store import open_store
+
+    try:
+        plot.format_for(args.out)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    cfg = _config()
+    db = _db(args, cfg)
+    _not_over(args.out, [db])
+    with open_store(db, write=False) as store:
+        rows = _rows(args, store)
+    fig = plot.overview(rows, _detection(args, cfg, rows))
+    plot.save(fig, args.out)
+    print(f"wrote {args.out} ({len(rows)} rows)")
+    return 0
+
+
+@_guarded
+def _report(args: argparse.Namespace) -> int:
+    from perfgate.history import site
+    from perfgate.history.store import open_store
+
+    cfg = _config()
+    db = _db(args, cfg)
+    text = str(db)
+    db_path = Path(text.split("://", 1)[1]) if text.startswith("sqlite://") else Path(text)
+    site.check_out_dir(args.out, [db_path])
+    with open_store(db, write=False) as store:
+        rows = _rows(args, store)
+    index = site.write_site(
+        args.out, rows, _detection(args, cfg, rows), store=str(db), inputs=[db_path]
+    )
+    print(f"wrote {index}")
+    return 0

@@ -1,0 +1,15 @@
+"""perfgate history: every run kept, its change points found, plotted and published, the push
+gate judged against the recent past, and the slow commit bisected (docs/history.md).
+
+- :mod:`~perfgate.history.config`: ``[tool.perfgate-history]`` of pyproject.toml, checked.
+- :mod:`~perfgate.history.records`: what is kept of a results file (identity, order, segment).
+- :mod:`~perfgate.history.store`: the store interface and its SQLite implementation.
+- :mod:`~perfgate.history.append`: adding results files (``history add``, ``--history``).
+- :mod:`~perfgate.history.steps`: steps in one series of medians (ruptures + filters).
+- :mod:`~perfgate.history.detect`: change points per benchmark, cut at fingerprint changes.
+- :mod:`~perfgate.history.plot`, :mod:`~perfgate.history.site`: pictures and the static report.
+- :mod:`~perfgate.history.against`: the push gate's baseline from the last runs of main.
+- :mod:`~perfgate.history.bisect`: bisection over an injected same-job A/B runner.
+
+Heavy imports (scipy, ruptures, matplotlib) stay inside the functions that need them.
+"""

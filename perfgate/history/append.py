@@ -1,0 +1,51 @@
+"""Adding runs to the store: what ``history add`` and every ``--history`` flag call.
+
+Every file is read and checked before the first is added, so one malformed file adds nothing
+(the command exits 2 naming it). Adding a run already kept, from any path, adds nothing. After
+adding, the per-round samples of each series' older runs are dropped (``samples_kept``): the
+medians and CIs stay forever, the samples only as long as the push gate may pool them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from perfgate.history.records import Run, read_run
+from perfgate.history.store import Store
+
+
+@dataclass(frozen=True)
+class Added:
+    run: Run
+    added: bool  # False: a run of the same digest was already kept
+
+
+def append_run(
+    store: Store,
+    results_path: str | os.PathLike[str],
+    *,
+    branch: str | None = None,
+    samples_kept: int | None = None,
+) -> Added:
+    """Keep the run of one results file (``bench``/``update-baselines``/``ab --history``).
+
+    Raises :class:`perfgate.history.records.RecordError` for a file that cannot be kept.
+    """
+    return append_runs(store, [results_path], branch=branch, samples_kept=samples_kept)[0]
+
+
+def append_runs(
+    store: Store,
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    branch: str | None = None,
+    samples_kept: int | None = None,
+) -> list[Added]:
+    """Keep the runs of ``paths`` (all read and checked first), in the order given."""
+    runs = [read_run(p, branch=branch) for p in paths]
+    out = [Added(run, store.add_run(run)) for run in runs]
+    if samples_kept is not None and any(a.added for a in out):
+        store.prune_samples(samples_kept)
+    return out

@@ -1,0 +1,135 @@
+"""Synthetic run histories made from a real results file, for trying ``perfgate history``.
+
+``python -m tools.history_demo OUT_DIR [--from perf_baselines/nvidia-h200/device.json]
+[--runs 24] [--step-at 14] [--step 0.05] [-k TEXT] [--new-torch-at 6] [--seed 0]``
+
+Writes OUT_DIR/run-NN.json: copies of the source file, one per fake commit (fake 40-hex ids,
+one hour apart), each benchmark's samples scaled by the run's level (0.5% run-to-run noise) and
+reshuffled; from ``--step-at`` on, the benchmarks matching ``-k`` are ``--step`` slower, and from
+``--new-torch-at`` on, the fingerprint names another torch (a new segment, same level). Then:
+
+    python -m perfgate history add OUT_DIR/*.json --db /tmp/demo.sqlite --branch main
+    python -m perfgate history detect --db /tmp/demo.sqlite     # exit 1: the planted step
+    python -m perfgate history report --db /tmp/demo.sqlite --out /tmp/demo-site
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import statistics
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from perfgate import atomic
+from perfgate import baseline as bl
+
+DEFAULT_SOURCE = Path(__file__).resolve().parents[1] / "perf_baselines/nvidia-h200/device.json"
+NOISE = 0.005
+START = datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+
+def fake_commit(i: int) -> str:
+    return hashlib.sha1(f"demo commit {i}".encode()).hexdigest()
+
+
+def make_run(
+    source: dict[str, Any],
+    i: int,
+    *,
+    level: dict[str, float],
+    rng: np.random.Generator,
+    torch: str | None = None,
+    max_rounds: int | None = None,
+) -> dict[str, Any]:
+    """Run ``i`` of the history: ``source`` at fake commit ``i``, each benchmark's samples scaled
+    by ``level[fullname]`` (default 1) and by this run's noise."""
+    data = copy.deepcopy(source)
+    commit = fake_commit(i)
+    when = START + timedelta(hours=i)
+    fp = bl.fingerprint(data)
+    fp["git_commit"] = commit
+    fp["git_dirty"] = False
+    if torch is not None:
+        fp["torch"] = torch
+    data["commit_info"] = {"id": commit, "time": when.isoformat(), "branch": "main", "dirty": False}
+    data["datetime"] = (when + timedelta(minutes=20)).isoformat()
+    for b in data["benchmarks"]:
+        samples = np.asarray(b["stats"]["data"], dtype=float)
+        if max_rounds is not None:
+            samples = samples[:max_rounds]
+        factor = level.get(b["fullname"], 1.0) * float(np.exp(rng.normal(0.0, NOISE)))
+        values = [float(x) for x in rng.permutation(samples) * factor]
+        b["stats"].update(
+            data=values,
+            rounds=len(values),
+            min=min(values),
+            max=max(values),
+            mean=statistics.fmean(values),
+            median=statistics.median(values),
+            stddev=statistics.stdev(values),
+        )
+        b.setdefault("extra_info", {}).pop(bl.RUNS_KEY, None)
+        b["extra_info"].pop(bl.PROCESSES_KEY, None)
+    return data
+
+
+def write_history(
+    out: Path,
+    source: Path = DEFAULT_SOURCE,
+    *,
+    runs: int = 24,
+    step_at: int | None = 14,
+    step: float = 0.05,
+    keyword: str = "m16-n2112-k7168",
+    new_torch_at: int | None = 6,
+    seed: int = 0,
+    max_rounds: int | None = None,
+) -> list[Path]:
+    """Write the history's files into ``out``; their paths, oldest first."""
+    base = bl.load(source)
+    rng = np.random.default_rng(seed)
+    names = [b["fullname"] for b in base["benchmarks"]]
+    paths = []
+    for i in range(runs):
+        slow = step_at is not None and i >= step_at
+        level = {n: 1.0 + step for n in names if slow and keyword in n}
+        torch = "2.99.0+demo" if new_torch_at is not None and i >= new_torch_at else None
+        run = make_run(base, i, level=level, rng=rng, torch=torch, max_rounds=max_rounds)
+        path = out / f"run-{i:02d}.json"
+        atomic.write_json(path, run)
+        paths.append(path)
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="directory for run-NN.json")
+    parser.add_argument("--from", dest="source", type=Path, default=DEFAULT_SOURCE)
+    parser.add_argument("--runs", type=int, default=24)
+    parser.add_argument("--step-at", type=int, default=14, help="first slow run (-1: none)")
+    parser.add_argument("--step", type=float, default=0.05, help="the slowdown, a fraction")
+    parser.add_argument("-k", dest="keyword", default="m16-n2112-k7168")
+    parser.add_argument("--new-torch-at", type=int, default=6, help="-1: never")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    paths = write_history(
+        args.out,
+        args.source,
+        runs=args.runs,
+        step_at=None if args.step_at < 0 else args.step_at,
+        step=args.step,
+        keyword=args.keyword,
+        new_torch_at=None if args.new_torch_at < 0 else args.new_torch_at,
+        seed=args.seed,
+    )
+    print(f"wrote {len(paths)} runs to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
