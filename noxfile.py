@@ -180,7 +180,7 @@ def lint(session: nox.Session) -> None:
     session.install(*_extra_requirements("lint"))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
-    session.run("hadolint", "docker/Dockerfile")
+    session.run("hadolint", "docker/Dockerfile", "docker/standin/Dockerfile")
     session.run("actionlint", "-config-file", ".github/actionlint.yaml")
     session.run(
         "check-jsonschema",
@@ -344,3 +344,14 @@ def container(session: nox.Session) -> None:
     _pip(session, "--no-deps", *isolation, "-e", ".")
     _pip(session, *_extra_requirements("container"))
     session.run("python", "-m", "perfgate.container", *session.posargs)
+
+
+@nox.session
+def container_rehearsal(session: nox.Session) -> None:
+    """docker/Dockerfile on a local Debian stand-in for the ROCm base (no registry, no GPU), then
+    the CPU test session inside."""
+    isolation = ["--no-build-isolation"] if _in_place(session) else []
+    _pip(session, "--no-deps", *isolation, "-e", ".")
+    _pip(session, *_extra_requirements("container"))
+    rehearsal = ["--stand-in-base", "--allow-no-gpu", "test"]
+    session.run("python", "-m", "perfgate.container", *rehearsal, *session.posargs)
