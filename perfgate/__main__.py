@@ -20,6 +20,7 @@ _COMMAND_MODULES = (
     "perfgate.host",
     "perfgate.isa",
     "perfgate.container",
+    "perfgate.commands.submission",
 )
 
 

@@ -1,0 +1,1 @@
+"""perfgate's command modules: each exposes ``register(subparsers)`` (see perfgate/__main__.py)."""
