@@ -24,6 +24,7 @@ line: the kernel engineers see it in the CPU tests, not in a broken submission.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib.util
 import io
@@ -97,6 +98,12 @@ def _locate(root: Path, name: str) -> tuple[Path, bool] | None:
     return None
 
 
+@functools.lru_cache(maxsize=512)
+def _parse(source: str, filename: str) -> ast.Module:
+    """The module's syntax tree (cached: a render parses each module several times)."""
+    return ast.parse(source, filename)
+
+
 def _package_of(name: str, is_package: bool) -> str:
     return name if is_package else name.rpartition(".")[0]
 
@@ -107,11 +114,16 @@ def _in_package(name: str | None) -> bool:
     )
 
 
-def _imports(root: Path, name: str, path: Path, is_package: bool, source: str):
+@functools.lru_cache(maxsize=512)
+def _imports(root: Path, name: str, path: Path, is_package: bool, source: str) -> tuple:
     """(absolute module, imported submodules, at module level) for each import of the package in
     a module."""
+    return tuple(_walk_imports(root, name, path, is_package, source))
+
+
+def _walk_imports(root: Path, name: str, path: Path, is_package: bool, source: str):
     try:
-        tree = ast.parse(source, str(path))
+        tree = _parse(source, str(path))
     except SyntaxError as exc:
         raise ExportError(f"{path}:{exc.lineno}: does not parse: {exc.msg}") from None
     top = {id(n) for n in tree.body}
@@ -159,13 +171,13 @@ def _closure(root: Path, roots: tuple[str, ...]) -> dict[str, tuple[Path, bool, 
 
 
 # -- rewriting ------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=512)
 def relative_imports(source: str, name: str, is_package: bool, path: Path) -> str:
     """``source`` with every ``from kernels...`` made relative to module ``name``'s package."""
     depth = _package_of(name, is_package).count(".") + 1
     dots = "." * depth
     targets = {}
-    tree = ast.parse(source, str(path))
-    for node in ast.walk(tree):
+    for node in ast.walk(_parse(source, str(path))):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and _in_package(node.module):
             targets[(node.lineno, node.col_offset)] = node
     if not targets:
@@ -204,7 +216,7 @@ def _check_rewrite(before: str, after: str, name: str, is_package: bool, path: P
 
     def targets(source: str) -> list[tuple[str, tuple[str, ...]]]:
         out = []
-        for node in ast.walk(ast.parse(source, str(path))):
+        for node in ast.walk(_parse(source, str(path))):
             if isinstance(node, ast.ImportFrom):
                 if node.level:
                     module = importlib.util.resolve_name(
@@ -217,14 +229,14 @@ def _check_rewrite(before: str, after: str, name: str, is_package: bool, path: P
 
     if targets(before) != targets(after):
         raise ExportError(f"{path}: rewriting its imports changed what it imports")
-    for node in ast.walk(ast.parse(after, str(path))):
+    for node in ast.walk(_parse(after, str(path))):
         if isinstance(node, ast.ImportFrom) and node.level == 0 and _in_package(node.module):
             raise ExportError(f"{path}:{node.lineno}: an import of the package left absolute")
 
 
 def _table_stub(module: str, path: Path, source: str, target: str) -> str:
     """The empty table another vendor's table module becomes in this target's export."""
-    tree = ast.parse(source, str(path))
+    tree = _parse(source, str(path))
     assigned = {
         t.id
         for node in tree.body
@@ -250,7 +262,7 @@ def _native_files(root: Path, modules: dict) -> dict[str, str]:
         raise ExportError(f"{name} is not imported by the shipped modules; manifest out of date")
     path, _, source = modules[name]
     listed = None
-    for node in ast.parse(source, str(path)).body:
+    for node in _parse(source, str(path)).body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == manifest.NATIVE_SOURCES_NAME for t in node.targets
         ):
