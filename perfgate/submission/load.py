@@ -137,6 +137,17 @@ def load(path: str | os.PathLike[str]) -> Submission:
     return Submission(resolved, hashlib.sha256(blob).hexdigest(), module, kernel)
 
 
+def kernel_for(path: str | os.PathLike[str] | None) -> tuple[Callable[[Any], Any], dict[str, Any]]:
+    """The ``custom_kernel`` a benchmark calls and what its record says about it: FILE's
+    (:meth:`Submission.describe`), or the package's own for None."""
+    if path is None:
+        from kernels.gemm import custom_kernel
+
+        return custom_kernel, {"source": "kernels"}
+    sub = load(path)
+    return sub.custom_kernel, {"source": "submission", **sub.describe()}
+
+
 def probe(path: str | os.PathLike[str], *, timeout_s: float = 900.0) -> None:
     """:func:`load` in a fresh Python process; SubmissionError with its one line if it fails."""
     resolved = check_path(path)

@@ -88,3 +88,14 @@ def test_device_calls_call_custom_kernel_once_per_set(tmp_path):
 
 def test_directives_stop_at_the_first_other_line():
     assert load.directives("#!POPCORN gpu H100\nx\n#!POPCORN leaderboard late\n") == {"gpu": "H100"}
+
+
+def test_kernel_for_names_what_is_timed(tmp_path):
+    from kernels.gemm import custom_kernel
+
+    assert load.kernel_for(None) == (custom_kernel, {"source": "kernels"})
+    path = _file(tmp_path, GOOD)
+    kernel, what = load.kernel_for(path)
+    assert kernel((torch.ones(1),)).tolist() == [2.0]
+    assert what == {"source": "submission", "path": str(path.resolve()), "sha256": what["sha256"]}
+    assert len(what["sha256"]) == 64
