@@ -22,6 +22,7 @@ _COMMAND_MODULES = (
     "perfgate.container",
     "perfgate.commands.history",
     "perfgate.commands.bisect",
+    "perfgate.commands.submission",
 )
 
 

@@ -1,2 +1,2 @@
-"""perfgate's command modules: each parses its command line and calls the library; none imports
-another (perfgate/__main__.py registers them)."""
+"""perfgate's command modules: each exposes ``register(subparsers)`` (perfgate/__main__.py
+registers them), parses its command line and calls the library; none imports another."""

@@ -1,0 +1,12 @@
+"""Submission mode: the file a user submits is the file the suite tested.
+
+- :mod:`perfgate.submission.manifest` - what an export ships (entry point, native sources,
+  tuned tables per vendor, the POPCORN gpu name per target).
+- :mod:`perfgate.submission.export` - fold ``kernels/`` into one leaderboard file, deterministically.
+- :mod:`perfgate.submission.runtime` - the loader every exported file carries.
+- :mod:`perfgate.submission.load` - import any submission file in isolation, find ``custom_kernel``.
+- :mod:`perfgate.submission.pytest_plugin` - ``--submission FILE`` and the ``custom_kernel`` fixture.
+
+The command is ``python -m perfgate submission export|test`` (perfgate/commands/submission.py);
+docs/submission.md has the whole story.
+"""

@@ -1,0 +1,184 @@
+"""A submission file as the suite calls it: imported in isolation, its ``custom_kernel`` found.
+
+- :func:`load` imports FILE as a fresh module (a new name per call, so two files, or the same
+  file twice, never share module state through the import system) and returns a
+  :class:`Submission`; a file that does not import or has no callable ``custom_kernel`` raises
+  :class:`SubmissionError` with one line.
+- :func:`probe` does the same in a fresh Python process (``python -m perfgate.submission.load
+  FILE``), so a command can tell "the file is unusable" (exit 2) from "a test failed" before
+  pytest starts, whatever the file does to the process that imports it.
+
+As in GPU MODE's harness, the file's directory is on ``sys.path`` while it imports (a sibling
+module can be imported) and a ``task`` module is importable: where none exists, a stand-in with
+the harness's two type names (``input_t``, ``output_t``, for annotations) is provided. Triton's
+interpreter is switched on first where torch sees no GPU (``TRITON_INTERPRET=1``, as
+``tests/conftest.py`` does): a file that imports triton at its top must see it set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import itertools
+import os
+import subprocess
+import sys
+import types
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ENTRY = "custom_kernel"
+_COUNTER = itertools.count()
+
+
+class SubmissionError(Exception):
+    """The file cannot be used as a submission; the message is one line naming the file."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A loaded submission file: what the tests and the benchmarks call."""
+
+    path: Path
+    sha256: str
+    module: types.ModuleType
+    custom_kernel: Callable[[Any], Any]
+
+    @property
+    def directives(self) -> dict[str, str]:
+        """The file's ``#!POPCORN key value`` lines (``leaderboard``, ``gpu``)."""
+        return directives(self.path.read_text(encoding="utf-8", errors="replace"))
+
+    def describe(self) -> dict[str, Any]:
+        """What a result file records about the code it timed (instead of a commit)."""
+        return {"path": str(self.path), "sha256": self.sha256, **self.directives}
+
+    def device_calls(self, sets: Sequence[tuple]) -> list[Callable[[], Any]]:
+        """One ``custom_kernel(data)`` call per input set, each allocating its own output: the
+        calls device mode captures in one graph (and replays)."""
+        kernel = self.custom_kernel
+        return [(lambda data=data: kernel(data)) for data in sets]
+
+
+def directives(text: str) -> dict[str, str]:
+    """``#!POPCORN key value`` lines at the top of a file, as a dict."""
+    found = {}
+    for line in text.splitlines():
+        if not line.startswith("#!POPCORN "):
+            break
+        key, _, value = line[len("#!POPCORN ") :].strip().partition(" ")
+        found[key] = value.strip()
+    return found
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(f"{type(exc).__name__}: {exc}".split())
+
+
+def _interpreter_without_gpu() -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def _task_stand_in() -> types.ModuleType | None:
+    """A ``task`` module with the harness's type names, where none is importable."""
+    if "task" in sys.modules or importlib.util.find_spec("task") is not None:
+        return None
+    import torch
+
+    task = types.ModuleType("task", "stand-in for GPU MODE's task.py (perfgate.submission)")
+    task.input_t = tuple  # (A, B, B_q, B_shuffle, B_scale_sh)
+    task.output_t = torch.Tensor
+    return task
+
+
+def check_path(path: str | os.PathLike[str]) -> Path:
+    """``path`` resolved; SubmissionError unless it is a readable file."""
+    resolved = Path(path).expanduser().resolve()
+    if not resolved.is_file():
+        raise SubmissionError(f"{path}: no such file (a submission is one .py file)")
+    return resolved
+
+
+def load(path: str | os.PathLike[str]) -> Submission:
+    """Import ``path`` as a fresh module and find its ``custom_kernel``."""
+    resolved = check_path(path)
+    blob = resolved.read_bytes()
+    _interpreter_without_gpu()
+    name = f"perfgate_submission_{next(_COUNTER)}_{hashlib.sha256(blob).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, resolved)
+    if spec is None or spec.loader is None:
+        raise SubmissionError(f"{path}: not importable as a Python file")
+    module = importlib.util.module_from_spec(spec)
+    task = _task_stand_in()
+    if task is not None:
+        sys.modules["task"] = task
+    sys.modules[name] = module  # dataclasses and pickling look modules up by name
+    sys.path.insert(0, str(resolved.parent))
+    try:
+        spec.loader.exec_module(module)
+    except BaseException as exc:
+        sys.modules.pop(name, None)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise SubmissionError(f"{path}: does not import ({_one_line(exc)})") from exc
+    finally:
+        if sys.path and sys.path[0] == str(resolved.parent):
+            del sys.path[0]
+    kernel = getattr(module, ENTRY, None)
+    if kernel is None:
+        raise SubmissionError(f"{path}: defines no {ENTRY} (the leaderboard calls {ENTRY}(data))")
+    if not callable(kernel):
+        raise SubmissionError(f"{path}: {ENTRY} is a {type(kernel).__name__}, not a function")
+    return Submission(resolved, hashlib.sha256(blob).hexdigest(), module, kernel)
+
+
+def kernel_for(path: str | os.PathLike[str] | None) -> tuple[Callable[[Any], Any], dict[str, Any]]:
+    """The ``custom_kernel`` a benchmark calls and what its record says about it: FILE's
+    (:meth:`Submission.describe`), or the package's own for None."""
+    if path is None:
+        from kernels.gemm import custom_kernel
+
+        return custom_kernel, {"source": "kernels"}
+    sub = load(path)
+    return sub.custom_kernel, {"source": "submission", **sub.describe()}
+
+
+def probe(path: str | os.PathLike[str], *, timeout_s: float = 900.0) -> None:
+    """:func:`load` in a fresh Python process; SubmissionError with its one line if it fails."""
+    resolved = check_path(path)
+    cmd = [sys.executable, "-m", "perfgate.submission.load", str(resolved)]
+    root = str(Path(__file__).resolve().parents[2])
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
+    )
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+    except subprocess.TimeoutExpired:
+        raise SubmissionError(f"{path}: importing it took over {timeout_s:.0f} s") from None
+    if done.returncode != 0:
+        lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
+        reason = lines[-1] if lines else f"the probe exited {done.returncode}"
+        raise SubmissionError(reason.removeprefix("perfgate submission: error: "))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m perfgate.submission.load FILE``: exit 0 when FILE loads, else 2 and one line."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m perfgate.submission.load FILE", file=sys.stderr)
+        return 2
+    try:
+        load(args[0])
+    except SubmissionError as exc:
+        print(f"perfgate submission: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""perfgate.submission.load: any submission file imported in isolation, its custom_kernel found,
+one line for a file that cannot be used."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+import torch
+
+from perfgate.submission import load
+
+GOOD = "import torch\n\n\ndef custom_kernel(data):\n    return data[0] * 2\n"
+
+
+def _file(tmp_path, text: str, name: str = "submission.py"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_good_file_gives_its_custom_kernel(tmp_path):
+    path = _file(tmp_path, "#!POPCORN leaderboard amd-mxfp4-mm\n#!POPCORN gpu MI355X\n" + GOOD)
+    sub = load.load(path)
+    assert sub.custom_kernel((torch.ones(2),)).tolist() == [2.0, 2.0]
+    assert sub.path == path.resolve() and len(sub.sha256) == 64
+    assert sub.describe() == {
+        "path": str(path.resolve()),
+        "sha256": sub.sha256,
+        "leaderboard": "amd-mxfp4-mm",
+        "gpu": "MI355X",
+    }
+
+
+def test_each_load_is_a_fresh_module(tmp_path):
+    path = _file(tmp_path, GOOD + "STATE = []\n")
+    first, second = load.load(path), load.load(path)
+    first.module.STATE.append(1)
+    assert first.module is not second.module and second.module.STATE == []
+    assert first.module.__name__ in sys.modules  # dataclasses and pickling find it
+
+
+def test_the_files_directory_is_importable_while_it_loads_and_task_exists(tmp_path):
+    _file(tmp_path, "FACTOR = 3\n", "helper_for_h23.py")
+    text = (
+        "from task import input_t, output_t\n\nfrom helper_for_h23 import FACTOR\n\n\n"
+        "def custom_kernel(data: input_t) -> output_t:\n    return data[0] * FACTOR\n"
+    )
+    sub = load.load(_file(tmp_path, text))
+    assert sub.custom_kernel((torch.ones(1),)).tolist() == [3.0]
+    assert str(tmp_path) not in sys.path
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        ("x = 1\n", r"submission\.py: defines no custom_kernel"),
+        ("custom_kernel = 5\n", r"custom_kernel is a int, not a function"),
+        ("import no_such_module_h23\n", r"does not import \(ModuleNotFoundError: No module"),
+        ("def custom_kernel(:\n", r"does not import \(SyntaxError"),
+        ("raise SystemExit(3)\n", r"does not import \(SystemExit: 3\)"),
+        ("raise RuntimeError('two\\nlines')\n", r"does not import \(RuntimeError: two lines\)$"),
+    ],
+    ids=["no-kernel", "not-callable", "import-error", "syntax", "exit", "multiline"],
+)
+def test_an_unusable_file_is_one_line(tmp_path, text, match):
+    with pytest.raises(load.SubmissionError, match=match) as info:
+        load.load(_file(tmp_path, text))
+    assert "\n" not in str(info.value)
+
+
+def test_a_missing_file_is_named(tmp_path):
+    with pytest.raises(load.SubmissionError, match=r"nope\.py: no such file"):
+        load.load(tmp_path / "nope.py")
+
+
+def test_the_probe_runs_in_a_fresh_process(tmp_path):
+    # (a good file's probe: tests/perfgate/test_submission_command.py)
+    with pytest.raises(load.SubmissionError, match=r"^\S+bad\.py: defines no custom_kernel"):
+        load.probe(_file(tmp_path, "x = 1\n", "bad.py"))
+
+
+def test_device_calls_call_custom_kernel_once_per_set(tmp_path):
+    sub = load.load(_file(tmp_path, GOOD))
+    sets = [(torch.full((2,), float(i)),) for i in range(3)]
+    assert [c().tolist() for c in sub.device_calls(sets)] == [[0.0, 0.0], [2.0, 2.0], [4.0, 4.0]]
+
+
+def test_directives_stop_at_the_first_other_line():
+    assert load.directives("#!POPCORN gpu H100\nx\n#!POPCORN leaderboard late\n") == {"gpu": "H100"}
+
+
+def test_kernel_for_names_what_is_timed(tmp_path):
+    from kernels.gemm import custom_kernel
+
+    assert load.kernel_for(None) == (custom_kernel, {"source": "kernels"})
+    path = _file(tmp_path, GOOD)
+    kernel, what = load.kernel_for(path)
+    assert kernel((torch.ones(1),)).tolist() == [2.0]
+    assert what == {"source": "submission", "path": str(path.resolve()), "sha256": what["sha256"]}
+    assert len(what["sha256"]) == 64
