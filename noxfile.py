@@ -296,13 +296,20 @@ def ab(session: nox.Session) -> None:
     env.run(session, "python", "-m", "perfgate", "ab", *session.posargs)
 
 
+def _gpu_target(session: nox.Session, env: SharedEnv) -> str:
+    """This GPU's registered target (gfx950, sm90), as the kernels see it."""
+    query = "from kernels.device import device_info; print(device_info().arch)"
+    return str(env.run(session, "python", "-c", query, silent=True)).split()[-1]
+
+
 # What the GPU job demands: a GPU that torch sees and the native reducer, never a fallback.
 GPU_JOB_ENV = {"PERFGATE_REQUIRE_GPU": "1", "MXFP4_REQUIRE_NATIVE_REDUCER": "1"}
 
 
 @nox.session(venv_params=EMPTY_VENV)
 def gpu(session: nox.Session) -> None:
-    """The GPU job: reducer build, every test, host count gate, then ``ab --base REV`` or ``bench``.
+    """The GPU job: reducer build, every test, the exported submission tested, host count gate, then
+    ``ab --base REV`` or ``bench``.
 
     ``nox -s gpu -- [--base REV] [pytest args]``: with ``--base`` the benchmark gate is the
     same-job A/B against REV (pull requests), without it the stored baselines (pushes). No GPU:
@@ -315,6 +322,13 @@ def gpu(session: nox.Session) -> None:
     required = {"env": GPU_JOB_ENV}
     env.run(session, "python", "-m", "kernels.reducer.build", **required)
     env.run(session, "pytest", "-m", "not bench", *pytest_args, **required)
+    # What a user submits is what was gated: the one-file export for this GPU, tested as a file
+    # (it lands in .perfgate/results/, which the workflow uploads).
+    target = _gpu_target(session, env)
+    exported = f".perfgate/results/submission-{target}.py"
+    submission = ["python", "-m", "perfgate", "submission"]
+    env.run(session, *submission, "export", "--out", exported, "--target", target)
+    env.run(session, *submission, "test", exported, **required)
     env.run(session, "python", "-m", "perfgate", "host", "--gate", **required)
     gate = ["ab", "--base", base] if base is not None else ["bench"]
     env.run(session, "python", "-m", "perfgate", *gate, **required)

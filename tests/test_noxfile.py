@@ -39,6 +39,8 @@ class FakeSession:
             return f"{self.triton}\n"
         if "TARGETS" in " ".join(args):
             return "gfx950 sm90\n"
+        if "device_info().arch" in " ".join(args):
+            return "sm90\n"
         return True
 
     def install(self, *args, **kwargs):
@@ -210,11 +212,24 @@ def test_gpu_is_the_whole_job_in_order(noxfile, tmp_path, monkeypatch, posargs, 
     assert commands == [
         ("python", "-m", "kernels.reducer.build"),
         ("pytest", "-m", "not bench", "-n", "8"),  # the whole test session, --base taken out
+        ("python", "-c", "from kernels.device import device_info; print(device_info().arch)"),
+        (
+            "python",
+            "-m",
+            "perfgate",
+            "submission",
+            "export",
+            "--out",
+            ".perfgate/results/submission-sm90.py",
+            "--target",
+            "sm90",
+        ),
+        ("python", "-m", "perfgate", "submission", "test", ".perfgate/results/submission-sm90.py"),
         ("python", "-m", "perfgate", "host", "--gate"),
         ("python", "-m", *gate),
     ]
     required = {"PERFGATE_REQUIRE_GPU": "1", "MXFP4_REQUIRE_NATIVE_REDUCER": "1"}
-    assert envs[-4:] == [required] * 4
+    assert [envs[i] for i in (-7, -6, -3, -2, -1)] == [required] * 5
 
 
 def test_isa_with_a_target_checks_that_target_alone(noxfile, tmp_path):
