@@ -1,17 +1,24 @@
-"""``python -m perfgate <command>``: each command lives in its own module.
+"""perfgate: the MXFP4 GEMM suite's regression gates (timing, host counts, static ISA) for CI.
 
-A command module exposes ``register(subparsers)``, which adds its parser and sets
-``func(args) -> int`` (the exit code). Modules keep heavy imports (torch, triton) inside ``func``
-so that ``--help`` stays instant.
+Exit codes, the same for every command: 0 pass; 1 a regression; 2 input that cannot be used,
+with one line on stderr naming the argument or file and what was expected.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
+import re
+import signal
 import sys
+import traceback
+from collections.abc import Iterator
 
-# command modules, in the order ``--help`` lists them
+# Command modules, in the order ``--help`` lists them. A module exposes ``register(subparsers)``,
+# which adds its parser and sets ``func(args) -> int`` (the exit code); it keeps heavy imports
+# (torch, triton) inside ``func`` so that ``--help`` stays instant.
 _COMMAND_MODULES = (
     "perfgate.compare",
     "perfgate.bench",
@@ -24,14 +31,39 @@ _COMMAND_MODULES = (
     "perfgate.commands.bisect",
     "perfgate.commands.submission",
 )
+# Signals that end a command the way Ctrl-C does: cleanup runs, children are stopped.
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+TRACEBACK_ENV = "PERFGATE_TRACEBACK"
 
 
 class CommandImportError(ImportError):
     """A command module that cannot be imported; the message is one line naming it."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a one-line usage error (exit 2), as every other refusal of perfgate's."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        text = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {text} (see {self.prog} --help)\n")
+
+
+def plain_text(doc: str) -> str:
+    """A docstring as a user reads it: reStructuredText markup removed (``code``, **bold**,
+    :role:`target`), so that ``--help`` shows words, not markup."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", doc)
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    text = re.sub(r"`([^`\n]+)`", r"\1", text)
+    text = re.sub(r"\*\*([^*]+)\*\*", r"\1", text)
+    return text.replace("::\n", ":\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="perfgate", description=__doc__.splitlines()[0])
+    parser = Parser(
+        prog="perfgate",
+        description=__doc__.strip(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in _COMMAND_MODULES:
         # A command that vanished from --help would turn a CI step that calls it into a usage
@@ -44,17 +76,71 @@ def build_parser() -> argparse.ArgumentParser:
                 f"command module {name} failed to import ({detail})", name=name
             ) from exc
         module.register(sub)
+    for action in sub._choices_actions:  # the command list of perfgate --help
+        action.help = plain_text(action.help or "")
+    for command in sub.choices.values():
+        if command.description:
+            command.description = plain_text(command.description)
+        for action in command._actions:
+            if action.help and action.help is not argparse.SUPPRESS:
+                action.help = plain_text(action.help)
+    parser.commands = sub.choices  # type: ignore[attr-defined]
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     try:
         parser = build_parser()
+        commands = parser.commands
     except CommandImportError as exc:
         print(f"perfgate: error: {exc}", file=sys.stderr)
         return 2
-    args = parser.parse_args(argv)
-    return int(args.func(args) or 0)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # named by the command's parser, which says where its --help is
+        commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
+    prog = f"perfgate {args.command}"
+    with _stopping_on_signals():
+        try:
+            return int(args.func(args) or 0)
+        except KeyboardInterrupt:
+            print(f"{prog}: interrupted", file=sys.stderr)
+            return 130
+        except Exception as exc:
+            return unexpected(prog, exc)
+
+
+def unexpected(prog: str, exc: BaseException) -> int:
+    """An error no check foresaw: one line and exit 2, never a traceback's exit 1 (which CI
+    would read as a regression). ``PERFGATE_TRACEBACK=1`` adds the traceback."""
+    detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+    print(
+        f"{prog}: error: {detail} (an input perfgate did not expect; set {TRACEBACK_ENV}=1 for "
+        "the traceback)",
+        file=sys.stderr,
+    )
+    if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+        traceback.print_exception(exc)
+    return 2
+
+
+@contextlib.contextmanager
+def _stopping_on_signals() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise SystemExit(128 + signal) while a command runs: ``finally``
+    blocks run, temporary files go (perfgate.atomic) and children are stopped
+    (perfgate.spawn), as on Ctrl-C. The previous handlers come back afterwards."""
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {}
+    for sig in _STOP_SIGNALS:
+        with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+            previous[sig] = signal.signal(sig, stop)
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 if __name__ == "__main__":

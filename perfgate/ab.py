@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from perfgate import spawn
 from perfgate.bench import DEFAULT_RESULTS, REPO
 
 GROUPS = ("leaderboard", "reducer", "grid")
@@ -94,7 +94,7 @@ def git(*args: str, cwd: Path = REPO) -> str:
     # safe.directory: inside the ROCm container the mounted checkout belongs to another user,
     # and git refuses such a repository otherwise
     cmd = ["git", "-c", "safe.directory=*", *args]
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    proc = spawn.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
     if proc.returncode:
         raise AbError(f"git {' '.join(args)}: {' '.join(proc.stderr.split()) or 'failed'}")
     return proc.stdout.strip()
@@ -111,9 +111,11 @@ def resolve(rev: str) -> str:
 
 
 @contextlib.contextmanager
-def worktree(commit: str, parent: Path) -> Iterator[Path]:
-    """``commit`` checked out (detached) under ``parent``; removed afterwards whatever happens."""
-    path = parent / f"rev-{commit[:12]}"
+def worktree(commit: str, parent: Path, label: str = "rev") -> Iterator[Path]:
+    """``commit`` checked out (detached) under ``parent`` as ``<label>-<commit>``; removed
+    afterwards whatever happens. The label keeps two sides of one revision apart (``--base X
+    --head X``, the null check): each gets its own tree, build and cache."""
+    path = parent / f"{label}-{commit[:12]}"
     git("worktree", "add", "--detach", "--quiet", str(path), commit)
     try:
         yield path
@@ -132,7 +134,7 @@ def build(root: Path, cache: Path | None, label: str) -> None:
         return
     env = _side_env(cache)
     cmd = [sys.executable, "-m", "kernels.reducer.build"]
-    proc = subprocess.run(cmd, cwd=root, env=env, check=False)
+    proc = spawn.run(cmd, cwd=root, env=env, check=False)
     if proc.returncode:
         raise AbError(f"{label}: python -m kernels.reducer.build exited {proc.returncode}")
 
@@ -193,8 +195,8 @@ def run(args: argparse.Namespace, gate) -> int:
         raise AbError(f"-k {args.keyword!r} matches no benchmark of {args.groups}")
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perfgate-ab-")))
-        base_root = stack.enter_context(worktree(base_sha, tmp))
-        head_root = stack.enter_context(worktree(head_sha, tmp)) if head_sha else REPO
+        base_root = stack.enter_context(worktree(base_sha, tmp, "base"))
+        head_root = stack.enter_context(worktree(head_sha, tmp, "head")) if head_sha else REPO
         roots = {"base": (base_root, tmp / "cache-base"), "head": (head_root, None)}
         if head_sha:
             roots["head"] = (head_root, tmp / "cache-head")
@@ -243,11 +245,11 @@ def report(args, gate, decisions, samples, infos, base_sha: str, head_sha: str |
             f"head {infos['head'].get('reducer_backend')}"
         ],
         ab=True,
+        looks=gate.stats.looks,
     )
-    results = Path(args.results_dir)
-    results.mkdir(parents=True, exist_ok=True)
+    paths = outputs(args)
     atomic.write_json(
-        results / "ab.samples.json",
+        paths["samples"],
         {
             "base": base_sha,
             "head": head_sha,
@@ -258,11 +260,19 @@ def report(args, gate, decisions, samples, infos, base_sha: str, head_sha: str |
         },
     )
     return compare.present(
-        rep,
-        json_out=args.json_out or results / "ab.json",
-        markdown_out=args.markdown_out or results / "ab.md",
-        prog="ab",
+        rep, json_out=paths["--json"], markdown_out=paths["--markdown"], prog="ab"
     )
+
+
+def outputs(args: argparse.Namespace) -> dict[str, Path]:
+    """What ``ab`` writes, by the option that names it: the report as JSON and markdown (by
+    default in ``--results-dir``) and the samples of both sides."""
+    results = Path(args.results_dir)
+    return {
+        "--json": Path(args.json_out) if args.json_out else results / "ab.json",
+        "--markdown": Path(args.markdown_out) if args.markdown_out else results / "ab.md",
+        "samples": results / "ab.samples.json",
+    }
 
 
 def _working_tree(fp: dict) -> str:
@@ -287,14 +297,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"comma-separated benchmark groups of {', '.join(GROUPS)} (default: %(default)s)",
     )
     parser.add_argument("-k", dest="keyword", metavar="TEXT", help="only names containing TEXT")
-    parser.add_argument("--results-dir", type=Path, default=DEFAULT_RESULTS)
-    parser.add_argument("--json", dest="json_out", metavar="OUT", help="default: RESULTS/ab.json")
     parser.add_argument(
-        "--markdown", dest="markdown_out", metavar="OUT", help="default: RESULTS/ab.md"
+        "--results-dir",
+        type=Path,
+        default=DEFAULT_RESULTS,
+        help="where ab.json, ab.md and ab.samples.json (every sample of both sides) go "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--json",
+        dest="json_out",
+        metavar="OUT",
+        help="write the report as JSON (default: RESULTS/ab.json)",
+    )
+    parser.add_argument(
+        "--markdown",
+        dest="markdown_out",
+        metavar="OUT",
+        help="write the report as GitHub markdown (default: RESULTS/ab.md)",
     )
     from perfgate import settings
 
-    settings.add_options(parser, settings.STATS, settings.ROUNDS)
+    # the A/B threshold is ab_min_effect alone (no drift between the sides: no noise or drift
+    # terms), and the rounds are device mode's
+    settings.add_options(
+        parser,
+        settings.STATS,
+        only=("rounds.device",),
+        skip=("min_effect", "noise_factor", "min_effect_drift", "drift_factor"),
+    )
     parser.set_defaults(func=_run)
 
 
@@ -312,6 +343,9 @@ def _run(args: argparse.Namespace) -> int:
         )
         return 2
     try:
+        from perfgate.compare import check_outputs
+
+        check_outputs(outputs(args), {})
         resolve(args.base)
         if args.head:
             resolve(args.head)

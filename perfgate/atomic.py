@@ -1,7 +1,7 @@
 """perfgate's one file writer: a reader sees the old file or the new one, never half of either.
 
-Every file perfgate writes (timing baselines, ISA baselines, compare JSON and markdown reports)
-goes through :func:`write_text`:
+Every file perfgate writes (timing baselines, ISA baselines, compare JSON and markdown reports,
+the experiment's samples and summaries) goes through :func:`write_bytes`:
 
 - the temporary file is created in the target's directory, so that ``os.replace`` is a rename
   within one file system, which POSIX and Windows make atomic;
@@ -10,41 +10,65 @@ goes through :func:`write_text`:
   depended on who wrote the file last would be noise;
 - it is flushed and fsynced before the rename, so that a crash right after cannot leave an empty
   file under the final name;
-- on any failure (an exception, KeyboardInterrupt) the temporary file is removed and the old file
-  is left untouched.
+- on any failure (an exception, KeyboardInterrupt, the SystemExit that ``python -m perfgate``
+  raises on SIGTERM) the temporary file is removed and the old file is left untouched;
+- a writer killed outright (SIGKILL, a power cut) cannot remove its temporary file, so every
+  write first removes the temporary files of the same target left by processes that no longer
+  exist: their names carry the writer's process id.
 
-Temporary names are ``.<name>.<random>.tmp`` (.gitignore keeps them out of perf_baselines/).
-kernels/reducer/cache.py has its own writer, because kernels/ must not import perfgate.
+Temporary names are ``.<name>.<pid>.<random>.tmp`` (.gitignore keeps them out of
+perf_baselines/). kernels/reducer/cache.py has its own writer, because kernels/ must not import
+perfgate.
+
+:func:`check_outputs` is every command's check of its output paths, made before any work: an
+output that cannot be written, or that names an input or another output, is refused in one line.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 MODE = 0o644
+_SUFFIX = ".tmp"
+PathLike = str | os.PathLike
+Paths = Mapping[str, "PathLike | None"] | Iterable[tuple[str, "PathLike | None"]]
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` (UTF-8) to ``path`` atomically, creating parent directories."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str, got {type(text).__name__}")
+class OutputError(ValueError):
+    """An output path that must not be written; the message is one line naming the option."""
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically, creating parent directories."""
+    if not isinstance(data, bytes):
+        raise TypeError(f"data must be bytes, got {type(data).__name__}")
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    remove_stale_temporaries(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=_prefix(path, os.getpid()), suffix=_SUFFIX)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+        with os.fdopen(fd, "wb") as f:
             os.chmod(tmp, MODE)  # mkstemp creates it 0600
-            f.write(text)
+            f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` (UTF-8, ``\\n`` line ends) to ``path`` atomically."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    write_bytes(path, text.encode("utf-8"))
 
 
 def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2) -> None:
@@ -54,3 +78,106 @@ def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2) -> N
     and a baseline holding them would fail to load later instead of now.
     """
     write_text(path, json.dumps(data, indent=indent, allow_nan=False) + "\n")
+
+
+def _prefix(path: Path, pid: int) -> str:
+    return f".{path.name}.{pid}."
+
+
+def remove_stale_temporaries(path: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files of ``path`` whose writer process no longer exists; the list of
+    those removed. A live writer's file (another process, or a thread of this one) is kept."""
+    path = Path(path)
+    removed = []
+    head = f".{path.name}."
+    try:
+        candidates = list(path.parent.glob(f"{glob_escape(head)}*{_SUFFIX}"))
+    except OSError:
+        return removed
+    for tmp in candidates:
+        pid, _, _ = tmp.name[len(head) : -len(_SUFFIX)].partition(".")
+        if pid.isdigit() and not _alive(int(pid)):
+            try:
+                tmp.unlink()
+            except OSError:
+                continue
+            removed.append(tmp)
+    return removed
+
+
+def glob_escape(text: str) -> str:
+    """``text`` with glob's special characters taken literally."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in text)
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+# -- the output-path check -----------------------------------------------------------------------
+def check_outputs(outputs: Paths, inputs: Paths | None = None) -> None:
+    """Refuse outputs that cannot be written, or that would replace an input or each other.
+
+    ``outputs`` and ``inputs`` give how the user named each path (``--json``, ``BASELINE.json``,
+    ``--out``) and the path, as a mapping or as pairs; ``None`` paths are ignored. Raises
+    :class:`OutputError`: one line naming the option, the path and what was expected. Nothing
+    is created or written.
+    """
+    outs = _pairs(outputs)
+    ins = _pairs(inputs or {})
+    for label, path in outs:
+        _check_writable(label, path)
+    for (la, a), (lb, b) in itertools.combinations(outs, 2):
+        if same_file(a, b):
+            raise OutputError(
+                f"{la} {a} and {lb} {b} are the same file: one output would overwrite the other; "
+                f"give {lb} another path"
+            )
+    for lo, out in outs:
+        for li, inp in ins:
+            if same_file(out, inp):
+                raise OutputError(
+                    f"{lo} {out} is the input {li} {inp}: an output is never written over an "
+                    f"input; give {lo} another path"
+                )
+
+
+def _pairs(paths: Paths) -> list[tuple[str, Path]]:
+    items = paths.items() if isinstance(paths, Mapping) else paths
+    return [(label, Path(p)) for label, p in items if p is not None]
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` name one file (the same path, a symlink to it or a hard link)."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _check_writable(label: str, path: Path) -> None:
+    if path.is_dir():
+        raise OutputError(f"{label} {path}: is a directory, expected a file path")
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise OutputError(f"{label} {path}: {ancestor} is a file, expected a directory")
+    try:  # the one reliable test of writability: /proc and read-only mounts pass os.access
+        fd, probe = tempfile.mkstemp(dir=ancestor, prefix=".perfgate-probe.", suffix=_SUFFIX)
+    except OSError as exc:
+        raise OutputError(
+            f"{label} {path}: cannot write in {ancestor} ({exc.strerror or exc})"
+        ) from None
+    os.close(fd)
+    os.unlink(probe)

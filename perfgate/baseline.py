@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,9 @@ RUNS_KEY = "perfgate_runs"
 PROCESSES_KEY = "perfgate_processes"
 
 
+_DEVICE_KEY = re.compile(r"[A-Za-z0-9._-]+")
+
+
 class BaselineError(Exception):
     """A baseline or result file that cannot be used; the message is one line naming the file."""
 
@@ -66,6 +70,10 @@ def load(path: str | os.PathLike[str]) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise BaselineError(
             f"{path}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
+    except RecursionError:
+        raise BaselineError(
+            f"{path}: nested too deeply to be a pytest-benchmark JSON file"
         ) from None
     _validate(path, data)
     return data
@@ -91,6 +99,11 @@ def _validate(path: Path, data: Any) -> None:
         if name in seen:
             raise fail(f"duplicate benchmark fullname {name!r}")
         seen.add(name)
+        extra = bench.get("extra_info")
+        if extra is not None and not isinstance(extra, dict):
+            raise fail(
+                f"benchmark {name!r}: extra_info is a JSON {_json_type(extra)}, expected an object"
+            )
         _validate_samples(fail, name, bench.get("stats"))
         _validate_runs(fail, name, bench.get("extra_info"), RUNS_KEY, "per-run")
         _validate_runs(fail, name, bench.get("extra_info"), PROCESSES_KEY, "per-process")
@@ -106,11 +119,16 @@ def _validate_perfgate(fail, machine_info: Any) -> None:
             "record with perfgate's pytest plugin (-p perfgate.plugin)"
         )
     schema = block.get("schema")
-    if isinstance(schema, bool) or schema != SCHEMA:
+    if type(schema) is not int or schema != SCHEMA:  # neither True nor 1.0 is schema 1
         raise fail(f"machine_info.perfgate.schema is {schema!r}, this perfgate reads {SCHEMA}")
     key = block.get("device_key")
     if not isinstance(key, str) or not key:
         raise fail("machine_info.perfgate.device_key must be a non-empty string")
+    if not _DEVICE_KEY.fullmatch(key) or key in (".", ".."):
+        raise fail(
+            f"machine_info.perfgate.device_key is {_shown(key)}; expected a plain name of "
+            "letters, digits, '.', '_' and '-' (it names a directory of perf_baselines)"
+        )
     mode = block.get("mode")
     if mode not in MODES:
         raise fail(f"machine_info.perfgate.mode is {mode!r}, expected one of {', '.join(MODES)}")
@@ -134,9 +152,10 @@ def _validate_samples(fail, name: str, stats: Any) -> None:
     if not isinstance(samples, list) or not samples:
         raise fail(f"benchmark {name!r}: stats.data must be a non-empty list of seconds")
     for j, x in enumerate(samples):
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+        if not _seconds(x):
             raise fail(
-                f"benchmark {name!r}: stats.data[{j}] is {x!r}; samples must be finite seconds > 0"
+                f"benchmark {name!r}: stats.data[{j}] is {_shown(x)}; samples must be finite "
+                f"seconds > 0, in [{SECONDS[0]:g}, {SECONDS[1]:g}]"
             )
     rounds = stats.get("rounds")
     if rounds is not None and rounds != len(samples):
@@ -158,10 +177,20 @@ def _validate_runs(fail, name: str, extra_info: Any, key: str, what: str) -> Non
     medians, spread = runs.get("medians"), runs.get("spread")
     if not isinstance(medians, list) or len(medians) < 2:
         raise fail(f"{where}.medians must list >= 2 {what} medians")
-    if not all(_positive(m) for m in medians):
-        raise fail(f"{where}.medians must be finite seconds > 0, got {medians!r}")
+    if not all(_seconds(m) for m in medians):
+        raise fail(
+            f"{where}.medians must be finite seconds > 0, in [{SECONDS[0]:g}, {SECONDS[1]:g}], "
+            f"got {_shown(medians)}"
+        )
+    rounds = runs.get("rounds")
+    if rounds is not None and not (
+        isinstance(rounds, list)
+        and len(rounds) == len(medians)
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in rounds)
+    ):
+        raise fail(f"{where}.rounds must list one count >= 1 per median, got {_shown(rounds)}")
     if not _positive(spread, allow_zero=True):
-        raise fail(f"{where}.spread must be a finite fraction >= 0, got {spread!r}")
+        raise fail(f"{where}.spread must be a finite fraction >= 0, got {_shown(spread)}")
     if not math.isclose(spread, run_spread(medians), rel_tol=1e-9, abs_tol=1e-12):
         raise fail(
             f"{where}.spread is {spread!r} but its medians give {run_spread(medians)!r} "
@@ -169,8 +198,26 @@ def _validate_runs(fail, name: str, extra_info: Any, key: str, what: str) -> Non
         )
 
 
+# What a sample (or a median of samples) may be, in seconds: from a femtosecond (far below any
+# timer's resolution; the device clock's quantum is 2**-40 s) to nearly three hours. Outside it a
+# number is no timing, and the ratios of the statistics would overflow (5e-324 / x is inf).
+SECONDS = (1e-15, 1e4)
+
+
+def _seconds(x: Any) -> bool:
+    return _positive(x) and SECONDS[0] <= float(x) <= SECONDS[1]
+
+
 def _positive(x: Any, *, allow_zero: bool = False) -> bool:
-    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
+    """``x`` is a JSON number that is a finite float (an int too large for one, 10**400, is not:
+    it would overflow wherever the statistics read it) and > 0 (>= 0 with ``allow_zero``)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return False
+    try:
+        x = float(x)
+    except OverflowError:
+        return False
+    if not math.isfinite(x):
         return False
     return x >= 0 if allow_zero else x > 0
 
@@ -355,6 +402,12 @@ def _json_type(value: Any) -> str:
     return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(
         type(value), "null" if value is None else "number"
     )
+
+
+def _shown(value: Any) -> str:
+    """``repr(value)``, cut short: a message stays one readable line (10**400 has 401 digits)."""
+    text = repr(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from perfgate.modes import MODE_NAMES
+from perfgate import spawn
+from perfgate.modes import MODE_NAMES, MODES
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MARKERS = "bench and not slow"
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the GPU benchmarks and gate them against this device's baseline",
         description=__doc__.split("\n\n")[1],
     )
-    _common_options(bench)
+    _common_options(bench, skip=("ab_min_effect",))
     bench.add_argument(
         "--allow-missing-baseline",
         action="store_true",
@@ -54,24 +54,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the GPU benchmarks and rewrite this device's baselines",
         description=__doc__.split("\n\n")[2],
     )
-    _common_options(update)
+    # update-baselines compares the new baseline with the old one once: no adaptive looks
+    _common_options(update, skip=("ab_min_effect", "looks"))
     update.add_argument(
         "--isa",
         action="store_true",
-        help="rewrite perf_baselines/isa/<target>.json for every target with `perfgate isa` instead",
+        help="rewrite <baselines-dir>/isa/<target>.json for every target (perfgate isa) instead",
     )
     update.add_argument(
         "--allow-drop",
         action="store_true",
         help="allow a new baseline that lacks benchmarks of the old one (a narrower selection)",
     )
+    from perfgate import settings
+
+    runs = settings.key("baseline_runs")
     update.add_argument(
         "--runs",
-        type=int,
+        type=settings.argument(runs, "--runs"),
         default=None,
         metavar="N",
         help="independent runs to pool (default: baseline_runs of [tool.perfgate]); >= 2 "
-        "records each benchmark's run-to-run spread, which sets its threshold",
+        f"records each benchmark's run-to-run spread, which sets its threshold ({runs.expected})",
     )
     update.add_argument(
         "--replace-device",
@@ -81,13 +85,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     update.set_defaults(func=update_command)
 
 
-def _common_options(parser: argparse.ArgumentParser) -> None:
+def _common_options(parser: argparse.ArgumentParser, skip: tuple[str, ...]) -> None:
+    each = "; ".join(f"{m.name}: {m.description}" for m in MODES).replace("%", "%%")
     parser.add_argument(
         "--mode",
         choices=(*MODE_NAMES, "both"),
         default="device",
-        help="timing mode: device (kernel time, graph replay), leaderboard "
-        "(events around custom_kernel), or both (default: device)",
+        help=f"timing mode: {', '.join(MODE_NAMES)}, or both for every mode in turn "
+        f"(default: %(default)s). {each}",
     )
     parser.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k selection")
     parser.add_argument(
@@ -122,7 +127,7 @@ def _common_options(parser: argparse.ArgumentParser) -> None:
     )
     from perfgate import settings
 
-    settings.add_options(parser, settings.STATS, settings.ROUNDS, settings.PROCESSES)
+    settings.add_options(parser, settings.STATS, settings.ROUNDS, settings.PROCESSES, skip=skip)
     parser.add_argument(
         "pytest_args",
         nargs=argparse.REMAINDER,
@@ -244,6 +249,7 @@ def _gate_settings(command: str, args: argparse.Namespace):
 
     try:
         _stem(MODE_NAMES[0], getattr(args, "tag", None))
+        check_dirs(args)
         return settings.from_args(args)
     except (settings.SettingsError, ValueError) as exc:
         print(f"perfgate {command}: error: {exc}", file=sys.stderr)
@@ -257,6 +263,22 @@ def _rounds_override(mode: str, args: argparse.Namespace) -> list[str]:
 
     rounds = settings.overrides_from(args).get(f"rounds.{mode}")
     return [] if rounds is None else [f"--perfgate-rounds={rounds}"]
+
+
+def check_dirs(args: argparse.Namespace) -> None:
+    """The results must be writable and never land among the baselines (results/<mode>.json
+    would then be a baseline, overwritten by every run): OutputError, one line, otherwise."""
+    from perfgate import atomic
+
+    results, baselines = Path(args.results_dir), Path(args.baselines_dir)
+    atomic.check_outputs({"--results-dir": results / f"{_stem(MODE_NAMES[0], args.tag)}.md"})
+    inside = Path(os.path.realpath(results))
+    root = Path(os.path.realpath(baselines))
+    if inside == root or root in inside.parents:
+        raise atomic.OutputError(
+            f"--results-dir {results} is inside --baselines-dir {baselines}: a run's results "
+            "would be written over the baselines it is compared with; give another --results-dir"
+        )
 
 
 # -- running ----------------------------------------------------------------------------------
@@ -331,7 +353,7 @@ def _run_process(
     cmd = pytest_command(mode, json_path, keyword=args.keyword, markers=args.markers, extra=extra)
     print(f"perfgate: {mode} {what}: {' '.join(cmd[1:])}", flush=True)
     env = dict(os.environ, PERFGATE_REQUIRE_GPU="1")
-    rc = subprocess.run(cmd, cwd=REPO, env=env, check=False).returncode
+    rc = spawn.run(cmd, cwd=REPO, env=env, check=False).returncode
     if rc == PYTEST_FAILED:
         print(
             f"perfgate: {mode} mode: a benchmark failed (wrong output or error); no comparison",
@@ -491,7 +513,7 @@ def _rerun(mode: str, args: argparse.Namespace, names: list[str], rounds: int) -
     cmd = pytest_command(mode, json_path, keyword=None, markers="bench", extra=extra, targets=names)
     print(f"perfgate: {mode} mode: {len(names)} inconclusive, {rounds} more rounds", flush=True)
     env = dict(os.environ, PERFGATE_REQUIRE_GPU="1")
-    rc = subprocess.run(cmd, cwd=REPO, env=env, check=False).returncode
+    rc = spawn.run(cmd, cwd=REPO, env=env, check=False).returncode
     if rc != PYTEST_OK or not json_path.is_file():
         raise bl.BaselineError(f"the rerun of {len(names)} inconclusive benchmarks failed ({rc})")
     return _load_result(json_path, mode)
@@ -524,17 +546,10 @@ def update_command(args: argparse.Namespace) -> int:
 
 def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
     from perfgate import baseline as bl
-    from perfgate import settings
     from perfgate.compare import compare_files
 
     prog = "perfgate update-baselines"
-    try:
-        runs = settings.key("baseline_runs").check(
-            gate.baseline_runs if args.runs is None else args.runs, label="--runs"
-        )
-    except (TypeError, ValueError) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
+    runs = gate.baseline_runs if args.runs is None else args.runs  # checked by its option
     try:
         data = _record_runs(mode, args, runs, gate)
     except _RunFailed as exc:
@@ -617,12 +632,18 @@ def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str 
 
 
 def _update_isa(args: argparse.Namespace) -> int:
+    from perfgate import atomic
     from perfgate.isa.collect import TARGETS
 
+    outs = {target: Path(args.baselines_dir) / "isa" / f"{target}.json" for target in TARGETS}
+    try:
+        atomic.check_outputs({f"--baselines-dir ({t})": out for t, out in outs.items()})
+    except atomic.OutputError as exc:
+        print(f"perfgate update-baselines: error: {exc}", file=sys.stderr)
+        return 2
     rc = 0
-    for target in TARGETS:
-        out = Path(args.baselines_dir) / "isa" / f"{target}.json"
+    for target, out in outs.items():
         cmd = [sys.executable, "-m", "perfgate", "isa", "--target", target, "--json", str(out)]
         print(f"perfgate update-baselines --isa: {' '.join(cmd[1:])}", flush=True)
-        rc = max(rc, subprocess.run(cmd, cwd=REPO, check=False).returncode)
+        rc = max(rc, spawn.run(cmd, cwd=REPO, check=False).returncode)
     return rc

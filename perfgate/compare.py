@@ -59,11 +59,23 @@ def compare_files(
     """
     settings = _checked_settings(settings)
     try:
+        check_outputs(
+            {"--json": json_out, "--markdown": markdown_out},
+            {"BASELINE.json": baseline, "CURRENT.json": current},
+        )
         report = build_report(baseline, current, settings, allow_missing=allow_missing)
-    except (bl.BaselineError, InputError) as exc:
+    except (bl.BaselineError, InputError, atomic.OutputError) as exc:
         print(f"perfgate compare: error: {exc}", file=sys.stderr)
         return 2
     return present(report, json_out=json_out, markdown_out=markdown_out, console=console)
+
+
+def check_outputs(outputs: dict, inputs: dict) -> None:
+    """perfgate.atomic's output check, with the settings file among the inputs: no report is
+    ever written over an input, nor over pyproject.toml."""
+    from perfgate.settings import PYPROJECT
+
+    atomic.check_outputs(outputs, {**inputs, "the settings file": PYPROJECT})
 
 
 def _checked_settings(settings):
@@ -126,12 +138,13 @@ def build_report(
     warnings, notes = _fingerprint_differences(bl.fingerprint(base_data), bl.fingerprint(cur_data))
     base_samples, cur_samples = bl.samples(base_data), bl.samples(cur_data)
     check_enough_rounds({baseline: base_samples, current: cur_samples}, settings)
+    looks = settings.looks if looks_taken is not None else 1
     rows = judge(
         base_samples,
         cur_samples,
         settings,
         drifts=bl.drifts(base_data),
-        looks=settings.looks if looks_taken is not None else 1,
+        looks=looks,
         looks_taken=looks_taken,
     )
     return make_report(
@@ -144,6 +157,7 @@ def build_report(
         allow_missing=allow_missing,
         warnings=warnings,
         notes=notes,
+        looks=looks,
     )
 
 
@@ -218,9 +232,13 @@ def make_report(
     warnings: list[str] | None = None,
     notes: list[str] | None = None,
     ab: bool = False,
+    looks: int = 1,
 ):
     """The report and its exit code: 1 for a regression, a missing benchmark (unless allowed)
-    or, with ``inconclusive_exit = 1``, a benchmark still inconclusive; else 0."""
+    or, with ``inconclusive_exit = 1``, a benchmark still inconclusive; else 0.
+
+    ``looks``: the looks the verdicts were judged for (each at ``alpha / looks``): what the
+    report states, whatever ``settings.looks`` holds (a plain comparison takes one look)."""
     from perfgate.report import MISSING, Report
 
     verdicts = {r.verdict for r in rows}
@@ -242,7 +260,7 @@ def make_report(
             "min_effect_drift": settings.min_effect_drift,
             "drift_factor": settings.drift_factor,
             "ab_min_effect": settings.ab_min_effect,
-            "looks": settings.looks,
+            "looks": looks,
             "inconclusive_exit": settings.inconclusive_exit,
             "min_samples": settings.min_samples,
             "n_resamples": settings.n_resamples,
@@ -376,7 +394,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     from perfgate import settings
 
-    settings.add_options(parser, settings.STATS)
+    # a comparison of two files takes one look at a stored baseline: no adaptive looks, no A/B
+    settings.add_options(parser, settings.STATS, skip=("looks", "ab_min_effect"))
     parser.set_defaults(func=_run)
 
 

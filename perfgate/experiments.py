@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import re
 import sys
 import time
 from collections import Counter
@@ -410,30 +411,117 @@ def run_session(
 
 
 def save_samples(path: Path, trials: list[Trial]) -> None:
+    """Every stream of ``trials`` as one ``.npz``, written atomically (perfgate.atomic)."""
+    import io
+
     import numpy as np
+
+    from perfgate import atomic
 
     arrays = {}
     for t in trials:
         arrays[f"s{t.session}|{t.case}|t{t.index}|A|plain"] = np.asarray(t.a_plain)
         for v, xs in t.b.items():
             arrays[f"s{t.session}|{t.case}|t{t.index}|B|{v}"] = np.asarray(xs)
-    np.savez_compressed(path, **arrays)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    atomic.write_bytes(path, buffer.getvalue())
+
+
+class SamplesError(ValueError):
+    """A samples file that cannot be re-analysed; the message is one line naming it."""
+
+
+_KEY = re.compile(r"s(\d+)\|([^|]+)\|t(\d+)\|(A\|plain|B\|[^|]+)")
 
 
 def load_samples(path: Path) -> list[Trial]:
-    """The trials of a ``samples.npz`` (re-analysis on any machine)."""
+    """The trials of a ``samples.npz`` (re-analysis on any machine); SamplesError naming the
+    file and what was expected when it is not one that ``save_samples`` wrote, or holds too
+    little to judge."""
+    import zipfile
+
     import numpy as np
 
+    def fail(problem: str) -> SamplesError:
+        return SamplesError(f"--reanalyse {path}: {problem}")
+
+    if path.is_dir():
+        raise fail("is a directory, expected the samples.npz of an experiment run")
     trials: dict[tuple, Trial] = {}
-    with np.load(path) as data:
-        for key in data.files:
-            s, case, t, side, v = key.split("|")
-            trial = trials.setdefault((s, case, t), Trial(int(s[1:]), case, int(t[1:]), []))
-            if side == "A":
-                trial.a_plain = data[key].tolist()
-            else:
-                trial.b[v] = data[key].tolist()
+    try:
+        data = np.load(path, allow_pickle=False)
+        if not hasattr(data, "files"):
+            raise fail("is a single .npy array, expected the .npz of an experiment run")
+        with data:
+            for key in data.files:
+                match = _KEY.fullmatch(key)
+                if match is None:
+                    raise fail(
+                        f"holds an array {key!r}; expected s<session>|<case>|t<trial>|A|plain "
+                        "or ...|B|<variant> (an experiment's samples.npz)"
+                    )
+                values = data[key]
+                if values.ndim != 1 or values.size == 0 or values.dtype.kind != "f":
+                    raise fail(f"array {key!r} must be a non-empty 1-D array of seconds")
+                if not (np.isfinite(values).all() and (values > 0).all()):
+                    raise fail(f"array {key!r} holds samples that are not finite seconds > 0")
+                s, case, t, stream = match.groups()
+                trial = trials.setdefault((s, case, t), Trial(int(s), case, int(t), []))
+                if stream == "A|plain":
+                    trial.a_plain = values.tolist()
+                else:
+                    trial.b[stream[2:]] = values.tolist()
+    except FileNotFoundError:
+        raise fail("no such file") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, SamplesError):
+            raise
+        detail = " ".join(str(exc).split())
+        raise fail(f"not an .npz archive written by perfgate experiment ({detail})") from None
+    if not trials:
+        raise fail("holds no samples")
+    for trial in trials.values():
+        if not trial.a_plain or PLAIN not in trial.b:
+            where = f"s{trial.session}|{trial.case}|t{trial.index}"
+            raise fail(f"trial {where} lacks its A|plain or B|plain stream")
+    sessions = {t.session for t in trials.values()}
+    if len(sessions) < 2:
+        raise fail(
+            f"holds {len(sessions)} session; the stored-baseline mode needs >= 2 (other "
+            "sessions make the baseline)"
+        )
     return list(trials.values())
+
+
+def load_meta(path: Path) -> dict[str, Any]:
+    """The ``meta.json`` beside a samples file (the measuring run's device and calibration), or
+    {} where there is none; SamplesError when it is not a JSON object."""
+    if not path.exists():
+        return {}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        raise SamplesError(
+            f"{path}: not a meta.json written by perfgate experiment ({detail})"
+        ) from None
+    if not isinstance(meta, dict):
+        raise SamplesError(f"{path}: expected a JSON object (an experiment's meta.json)")
+    return meta
+
+
+def counts(trials: list[Trial]) -> dict[str, Any]:
+    """What ran, counted from the samples: sessions, benchmarks, and trials per benchmark and
+    session (one number, or "min-max" where sessions differ). A report's header says this, never
+    what a command line asked for."""
+    per = Counter((t.session, t.case) for t in trials)
+    low, high = min(per.values()), max(per.values())
+    return {
+        "sessions": len({t.session for t in trials}),
+        "benchmarks": len({t.case for t in trials}),
+        "trials": low if low == high else f"{low}-{high}",
+    }
 
 
 # -- command line -------------------------------------------------------------------------------
@@ -461,26 +549,50 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _options(parser: argparse.ArgumentParser) -> None:
+    from perfgate import settings
+
     parser.add_argument(
         "--inject",
         default=",".join(f"{x:g}" for x in DEFAULT_LEVELS),
-        help="slowdowns to inject, fractions (default: %(default)s)",
+        help="slowdowns to inject, distinct fractions in (0, 1) (default: %(default)s)",
     )
     parser.add_argument(
         "--runs",
-        type=int,
+        type=settings.argument(RUNS, "--runs"),
         default=3,
-        help="sessions: independent pairs of worker processes (>= 2; default 3)",
+        metavar="N",
+        help=f"sessions: independent pairs of worker processes; a stored baseline is made of "
+        f"other sessions ({RUNS.expected}; default: %(default)s)",
     )
-    parser.add_argument("--trials", type=int, default=5, help="trials per benchmark and session")
-    parser.add_argument("--groups", default="leaderboard,reducer")
+    parser.add_argument(
+        "--trials",
+        type=settings.argument(TRIALS, "--trials"),
+        default=5,
+        metavar="N",
+        help=f"trials per benchmark and session ({TRIALS.expected}; default: %(default)s)",
+    )
+    parser.add_argument(
+        "--groups",
+        default="leaderboard,reducer",
+        help="comma-separated benchmark groups of leaderboard, reducer, grid "
+        "(default: %(default)s)",
+    )
     parser.add_argument("-k", dest="keyword", metavar="TEXT", help="only names containing TEXT")
-    parser.add_argument("--out", type=Path, default=Path(".perfgate/experiment"))
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(".perfgate/experiment"),
+        metavar="DIR",
+        help="directory for summary.md, summary.json and, when measuring, samples.npz and "
+        "meta.json (default: %(default)s)",
+    )
     parser.add_argument(
         "--budget-s",
-        type=float,
-        default=1e9,
-        help="start no session that would end after this many seconds",
+        type=settings.argument(BUDGET, "--budget-s"),
+        default=None,
+        metavar="S",
+        help=f"start no session that would end after this many seconds ({BUDGET.expected}; "
+        "default: no limit)",
     )
     parser.add_argument(
         "--measure-only",
@@ -492,45 +604,62 @@ def _options(parser: argparse.ArgumentParser) -> None:
         "--reanalyse",
         type=Path,
         metavar="NPZ",
-        help="judge the samples of an earlier run's samples.npz; no GPU needed",
+        help="judge the samples of an earlier run's samples.npz (and read the meta.json beside "
+        "it); no GPU needed",
     )
-    from perfgate import settings
+    # judged both ways (A/B and stored baseline): every stats key; the rounds are device mode's
+    settings.add_options(parser, settings.STATS, only=("rounds.device",))
 
-    settings.add_options(parser, settings.STATS, settings.ROUNDS)
+
+def _keys():
+    from perfgate.settings import Key
+
+    return (
+        Key("experiment.runs", int, 2, 100, "sessions", "experiment"),
+        Key("experiment.trials", int, 1, 100, "trials per benchmark and session", "experiment"),
+        # a week: the longest lease anyone measures for
+        Key("experiment.budget_s", float, 0, 7 * 86400, "seconds", "experiment", lo_open=True),
+    )
+
+
+RUNS, TRIALS, BUDGET = _keys()
 
 
 def _run(args: argparse.Namespace) -> int:
-    from perfgate import ab, adaptive, bench, settings
+    from perfgate import ab, adaptive, atomic, bench, settings
+    from perfgate.compare import check_outputs
 
+    prog = "perfgate experiment"
+    out = args.out
     try:
         gate = settings.from_args(args)
         levels = parse_levels(args.inject)
-        if args.runs < 2 or args.trials < 1:
-            raise ValueError(
-                "--runs must be >= 2 (a stored baseline needs other sessions) and --trials >= 1"
-            )
         selected = ab.cases(tuple(args.groups.split(",")), args.keyword)
-    except (settings.SettingsError, ValueError) as exc:
-        print(f"perfgate experiment: error: {exc}", file=sys.stderr)
+        names = ["summary.json", "summary.md"]
+        inputs = {}
+        if args.reanalyse:
+            inputs = {"--reanalyse": args.reanalyse, "meta.json": _meta_path(args.reanalyse)}
+        else:
+            names += ["samples.npz", "meta.json"]
+        check_outputs([("--out", out / name) for name in names], inputs)
+        if args.reanalyse:
+            trials = load_samples(args.reanalyse)
+            recorded = load_meta(_meta_path(args.reanalyse))
+    except (settings.SettingsError, SamplesError, ValueError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     totals = adaptive.schedule(gate.rounds["device"], gate.stats.looks)
-    args.out.mkdir(parents=True, exist_ok=True)
     meta = {
         "command": " ".join(["python -m perfgate experiment", *sys.argv[2:]]),
-        "trials": args.trials,
-        "benchmarks": len(selected),
         "totals": totals,
         "levels": list(levels),
+        "baseline_runs": gate.baseline_runs,
         "settings": gate.values(),
     }
     if args.reanalyse:
-        trials = load_samples(args.reanalyse)
-        recorded = args.reanalyse.with_name("meta.json")
-        if recorded.is_file():  # the measuring run's device, sessions and calibration
-            kept = json.loads(recorded.read_text())
-            meta.update({k: kept[k] for k in ("device", "calibration") if k in kept})
+        # the measuring run's device and calibration
+        meta.update({k: recorded[k] for k in ("device", "calibration") if k in recorded})
         meta.setdefault("device", "(re-analysed)")
-        meta["sessions"] = len({t.session for t in trials})
     else:
         if not bench.gpu_available():
             return bench._no_gpu("experiment")
@@ -539,24 +668,29 @@ def _run(args: argparse.Namespace) -> int:
         try:
             trials = _measure(args, selected, levels, gate, totals, meta)
         except WorkerError as exc:
-            print(f"perfgate experiment: error: {exc}", file=sys.stderr)
-            return 1
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            return 2
         if args.measure_only:
-            print(f"experiment: {len(trials)} trials in {args.out}/samples.npz; judge them with "
-                  f"--reanalyse {args.out}/samples.npz")  # fmt: skip
+            print(f"experiment: {len(trials)} trials in {out}/samples.npz; judge them with "
+                  f"--reanalyse {out}/samples.npz")  # fmt: skip
             return 0
+    meta.update(counts(trials))
     summary = summarise(trials, gate.stats, totals, levels, meta, gate.baseline_runs)
-    (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    atomic.write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
     text = render(summary)
-    (args.out / "summary.md").write_text(text)
+    atomic.write_text(out / "summary.md", text)
     print(text)
     return 0
+
+
+def _meta_path(samples: Path) -> Path:
+    return samples.with_name("meta.json")
 
 
 def _measure(args, selected, levels, gate, totals, meta) -> list[Trial]:
     """Sessions until ``--runs`` or the budget; the samples and meta are written after every
     session, so that a run cut short still leaves what it measured."""
-    from perfgate import fingerprint
+    from perfgate import atomic, fingerprint
 
     fp = fingerprint.collect()
     meta["device"] = (
@@ -564,31 +698,29 @@ def _measure(args, selected, levels, gate, totals, meta) -> list[Trial]:
     )
     meta["calibration"] = {}
     trials: list[Trial] = []
-    start, longest, sessions = time.monotonic(), 0.0, 0
+    start, longest = time.monotonic(), 0.0
     for session in range(args.runs):
-        if sessions and time.monotonic() - start + longest > args.budget_s:
-            print(f"experiment: budget reached after {sessions} sessions", flush=True)
+        budget = args.budget_s
+        if session and budget is not None and time.monotonic() - start + longest > budget:
+            print(f"experiment: budget reached after {session} sessions", flush=True)
             break
         t0 = time.monotonic()
         trials += run_session(
             session, selected, levels, gate.stats, totals, args.trials, meta["calibration"]
         )
         longest = max(longest, time.monotonic() - t0)
-        sessions += 1
-        meta["sessions"] = sessions
+        meta.update(counts(trials))  # what ran so far, should the run be cut short
         save_samples(args.out / "samples.npz", trials)
-        (args.out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+        atomic.write_text(args.out / "meta.json", json.dumps(meta, indent=1) + "\n")
         print(f"experiment: session {session} done in {time.monotonic() - t0:.0f} s", flush=True)
-    meta["sessions"] = sessions
     return trials
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m perfgate.experiments", description=__doc__.splitlines()[0]
-    )
-    _options(parser)
-    return _run(parser.parse_args(argv))
+    """``python -m perfgate.experiments ...`` is ``python -m perfgate experiment ...``."""
+    from perfgate.__main__ import main as perfgate_main
+
+    return perfgate_main(["experiment", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

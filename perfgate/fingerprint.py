@@ -16,6 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from perfgate import spawn
+
 _TIMEOUT_S = 10
 _REPO = Path(__file__).resolve().parents[1]
 
@@ -48,7 +50,7 @@ def run_tool(cmd: Sequence[str]) -> str | None:
     if shutil.which(cmd[0]) is None:
         return None
     try:
-        proc = subprocess.run(
+        proc = spawn.run(
             list(cmd), capture_output=True, text=True, timeout=_TIMEOUT_S, check=False, cwd=_REPO
         )
     except (OSError, subprocess.SubprocessError):

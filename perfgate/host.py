@@ -356,8 +356,11 @@ def load(path: str | Path) -> dict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CountError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CountError(f"{path}: unreadable ({type(exc).__name__}: {exc})") from None
+    except IsADirectoryError:
+        raise CountError(f"{path}: is a directory, expected a host count file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        detail = " ".join(str(exc).split())
+        raise CountError(f"{path}: unreadable ({type(exc).__name__}: {detail})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise CountError(f"{path}: not a host count file of schema {SCHEMA}")
     if not isinstance(data.get("python"), str):
@@ -428,7 +431,13 @@ def _run(args: argparse.Namespace) -> int:
     import os
 
     from perfgate import atomic
+    from perfgate.compare import check_outputs
 
+    try:  # before the counting: a path that cannot be written is known at once
+        check_outputs({"--json": args.json_out}, {"--check": args.check})
+    except atomic.OutputError as exc:
+        print(f"perfgate host: error: {exc}", file=sys.stderr)
+        return 2
     if "triton" not in sys.modules and not _has_gpu():
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton loads: the CPU counts
     if args.update and (args.gate or args.check is not None):
@@ -449,16 +458,20 @@ def _run(args: argparse.Namespace) -> int:
                 )
             baseline = load(path)
         _print_totals(current)
+        own = Path(args.baselines_dir) / current["device_key"] / BASELINE_NAME
+        check_outputs(
+            {"--update": own if args.update else None, "--json": args.json_out},
+            {"--gate": own if args.gate else None, "--check": args.check},
+        )
         if args.json_out:
             atomic.write_json(args.json_out, current)
         if args.update:
-            path = Path(args.baselines_dir) / current["device_key"] / BASELINE_NAME
-            atomic.write_json(path, current)
-            print(f"perfgate host: wrote {path}; commit it")
+            atomic.write_json(own, current)
+            print(f"perfgate host: wrote {own}; commit it")
         if baseline is None:
             return 0
         failures, improvements = compare(baseline, current)
-    except CountError as exc:
+    except (CountError, atomic.OutputError) as exc:
         print(f"perfgate host: error: {exc}", file=sys.stderr)
         return 2
     for line in improvements:

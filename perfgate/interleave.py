@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate import spawn
+
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_BLOCK = 10
 
@@ -48,7 +50,7 @@ class SideProcess:
         self.label = label
         self.reducer_backend: str | None = None
         cmd = [sys.executable, "-m", "perfgate.sampler", "--kernels-root", str(kernels_root)]
-        self.proc = subprocess.Popen(
+        self.proc = spawn.popen(
             cmd,
             cwd=REPO,
             env=dict(os.environ, **(env or {})),

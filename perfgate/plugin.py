@@ -38,11 +38,13 @@ from typing import Any
 import pytest
 
 from perfgate import modes, timing
+from perfgate.settings import MAX_LOOK_ROUNDS
 from perfgate.shapes import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
 
 PLUGIN_NAME = "perfgate.plugin"
 SEED_BASE = 20250
 DEFAULT_WARMUP = 5
+MAX_WARMUP = 1000  # untimed rounds: JIT, autotune and clocks settle in far fewer
 # Fixtures that make a test a perfgate benchmark: it must then be timed with the device clock.
 BENCHMARK_FIXTURES = ("benchmark", "harness")
 
@@ -60,7 +62,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--perfgate-rounds",
         type=int,
         default=None,
-        help="measured rounds per benchmark (default: "
+        help=f"measured rounds per benchmark, from min_samples to {MAX_LOOK_ROUNDS} (default: "
         + ", ".join(f"{m.default_rounds} in {m.name} mode" for m in modes.MODES)
         + ")",
     )
@@ -68,7 +70,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--perfgate-warmup",
         type=int,
         default=DEFAULT_WARMUP,
-        help="untimed warm-up rounds before measuring",
+        help=f"untimed warm-up rounds before measuring, in [0, {MAX_WARMUP}]",
     )
     group.addoption(
         "--perfgate-no-graph",
@@ -101,8 +103,13 @@ class Settings:
                 f"--perfgate-rounds must be >= {minimum} (min_samples), got {rounds}: "
                 f"rerun with at least {minimum} rounds"
             )
-        if warmup < 0:
-            raise ValueError(f"--perfgate-warmup must be >= 0, got {warmup}")
+        if rounds is not None and rounds > MAX_LOOK_ROUNDS:
+            raise ValueError(
+                f"--perfgate-rounds must be <= {MAX_LOOK_ROUNDS} (the most any look measures), "
+                f"got {rounds}"
+            )
+        if not 0 <= warmup <= MAX_WARMUP:
+            raise ValueError(f"--perfgate-warmup must be in [0, {MAX_WARMUP}], got {warmup}")
         return cls(
             mode=chosen,
             rounds=chosen.default_rounds if rounds is None else rounds,

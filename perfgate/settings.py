@@ -37,10 +37,9 @@ from __future__ import annotations
 
 import argparse
 import functools
-import math
 import os
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -69,14 +68,20 @@ class SettingsError(ValueError):
 
 @dataclass(frozen=True)
 class Key:
-    """One setting: its dotted name under ``[tool.perfgate]``, its type and its valid range."""
+    """One setting: its dotted name under ``[tool.perfgate]``, its type and its valid range.
+
+    The range is data (``lo``, ``hi``), so that the check, its error and the option's help all
+    state the same interval."""
 
     name: str
     kind: type  # int or float (an int is accepted for a float key: ``noise_factor = 2``)
-    valid: Callable[[Any], bool]
-    expected: str  # completes "<name> must be ..."
+    lo: float
+    hi: float
     meaning: str
     group: str
+    hi_open: bool = False  # [lo, hi) rather than [lo, hi]
+    lo_open: bool = False  # (lo, hi]
+    example: str = ""  # appended to the range, e.g. ", e.g. 0.03 for 3%"
 
     @property
     def flag(self) -> str:
@@ -86,79 +91,114 @@ class Key:
     def dest(self) -> str:
         return "perfgate_" + self.name.replace(".", "_")
 
+    @property
+    def expected(self) -> str:
+        """Completes "<name> must be ...": the type and the interval."""
+        if self.kind is int:
+            what, lo, hi = "an int", str(int(self.lo)), str(int(self.hi))
+        else:
+            fraction = (self.lo, self.hi, self.hi_open) == (0, 1, True)
+            what, lo, hi = (
+                ("a fraction" if fraction else "a number"),
+                f"{self.lo:g}",
+                f"{self.hi:g}",
+            )
+        left, right = "(" if self.lo_open else "[", ")" if self.hi_open else "]"
+        return f"{what} in {left}{lo}, {hi}{right}{self.example}"
+
+    def valid(self, value: int | float) -> bool:
+        above = value > self.lo if self.lo_open else value >= self.lo
+        below = value < self.hi if self.hi_open else value <= self.hi
+        return above and below  # NaN fails both comparisons
+
     def check(self, value: Any, *, label: str | None = None) -> int | float:
         """The value as ``kind``; TypeError / ValueError "``label`` must be ..., got ...".
 
         The default label is the key's name, so that ``Settings(min_samples=2)`` says
-        ``min_samples must be >= 3, got 2``.
+        ``min_samples must be an int in [3, 10000], got 2``.
         """
         label = self.name if label is None else label
         ok_type = (int,) if self.kind is int else (int, float)
         if isinstance(value, bool) or not isinstance(value, ok_type):
             what = "an int" if self.kind is int else "a number"
             raise TypeError(f"{label} must be {what}, got {type(value).__name__}")
-        value = self.kind(value)
-        if not self.valid(value):  # NaN fails every comparison, so it lands here too
+        try:
+            value = self.kind(value)
+        except OverflowError:  # an int too large for a float key
+            raise ValueError(f"{label} must be {self.expected}, got {value!r}") from None
+        if not self.valid(value):
             raise ValueError(f"{label} must be {self.expected}, got {value!r}")
         return value
 
+    def help(self) -> str:
+        # argparse %-formats help strings: "3%" would break --help
+        return f"{self.meaning} ({self.expected})".replace("%", "%%")
 
+
+# Upper bounds: what a user could want, well short of runs that would never end. Rounds: 10,000
+# a side is 50x the shipped device rounds, and adaptive looks double it twice more. Resamples:
+# 100,000 is 20x the shipped 5000 (about a second per benchmark of 200 samples).
+_MAX_ROUNDS = 10_000
+# The most rounds a side any look may measure (the plugin's --perfgate-rounds too): 125x the
+# shipped device mode's last look (200 x 2 x 2).
+MAX_LOOK_ROUNDS = 100_000
 KEYS: tuple[Key, ...] = (
     Key(
         "alpha",
         float,
-        lambda v: 0 < v < 0.5,
-        "in (0, 0.5)",
+        0,
+        0.5,
         "significance level of the one-sided rank test; the bootstrap CI is two-sided at "
         "1 - 2 * alpha, so each bound is one-sided at 1 - alpha",
         STATS,
+        hi_open=True,
+        lo_open=True,
     ),
     Key(
         "min_effect",
         float,
-        lambda v: 0 <= v < 1,
-        "a fraction in [0, 1), e.g. 0.03 for 3%",
-        "smallest change that counts, as a fraction (the floor of the threshold)",
+        0,
+        1,
+        "smallest change that counts, as a fraction: the floor of the threshold. Given on the "
+        "command line it is the floor against a pooled baseline too (min_effect_drift), unless "
+        "--min-effect-drift is also given",
         STATS,
+        hi_open=True,
+        example=", e.g. 0.03 for 3%",
     ),
     Key(
         "noise_factor",
         float,
-        lambda v: 0 <= v < math.inf,
-        "finite and >= 0",
+        0,
+        10,
         "threshold = max(min_effect, noise_factor x robust noise)",
         STATS,
     ),
     Key(
         "min_samples",
         int,
-        lambda v: v >= 3,
-        ">= 3",
-        "fewer samples on either side is inconclusive",
+        3,
+        _MAX_ROUNDS,
+        "fewer samples on either side is too few to judge",
         STATS,
     ),
-    Key(
-        "n_resamples",
-        int,
-        lambda v: v >= 100,
-        ">= 100",
-        "bootstrap resamples per benchmark",
-        STATS,
-    ),
-    Key("seed", int, lambda v: v >= 0, ">= 0", "seed of the bootstrap (verdicts repeat)", STATS),
+    Key("n_resamples", int, 100, 100_000, "bootstrap resamples per benchmark", STATS),
+    Key("seed", int, 0, 2**32 - 1, "seed of the bootstrap (verdicts repeat)", STATS),
     Key(
         "min_effect_drift",
         float,
-        lambda v: 0 <= v < 1,
-        "a fraction in [0, 1), e.g. 0.02 for 2%",
+        0,
+        1,
         "floor of the threshold against a baseline that records its run-to-run spread",
         STATS,
+        hi_open=True,
+        example=", e.g. 0.025 for 2.5%",
     ),
     Key(
         "drift_factor",
         float,
-        lambda v: 0 <= v < math.inf,
-        "finite and >= 0",
+        0,
+        10,
         "threshold against such a baseline = max(min_effect_drift, drift_factor x the robust "
         "run-to-run drift: 1.4826 x MAD / median of the per-run medians)",
         STATS,
@@ -166,40 +206,42 @@ KEYS: tuple[Key, ...] = (
     Key(
         "ab_min_effect",
         float,
-        lambda v: 0 <= v < 1,
-        "a fraction in [0, 1), e.g. 0.015 for 1.5%",
+        0,
+        1,
         "threshold of a same-job A/B comparison (perfgate ab): no drift between the sides",
         STATS,
+        hi_open=True,
+        example=", e.g. 0.015 for 1.5%",
     ),
     Key(
         "looks",
         int,
-        lambda v: 1 <= v <= 8,
-        "an int in [1, 8]",
+        1,
+        8,
         "adaptive rounds: looks at rounds x 1, 2, 4, ...; alpha is divided by it (Bonferroni)",
         STATS,
     ),
     Key(
         "inconclusive_exit",
         int,
-        lambda v: v in (0, 1),
-        "0 (warn) or 1 (fail)",
-        "exit code of a benchmark still inconclusive after every look",
+        0,
+        1,
+        "exit code of a benchmark still inconclusive after every look: 0 warns, 1 fails",
         STATS,
     ),
     Key(
         "bootstrap_max_samples",
         int,
-        lambda v: v >= 100,
-        ">= 100",
+        100,
+        20_000,
         "a side with more samples is bootstrapped m-out-of-n with m = this (bounded time, memory)",
         STATS,
     ),
     Key(
         "baseline_runs",
         int,
-        lambda v: 1 <= v <= 20,
-        "an int in [1, 20]",
+        1,
+        20,
         "independent runs update-baselines records and pools (>= 2 measures the spread)",
         BASELINE,
     ),
@@ -207,8 +249,8 @@ KEYS: tuple[Key, ...] = (
         Key(
             f"rounds.{mode}",
             int,
-            lambda v: v >= 2,
-            ">= 2",
+            2,
+            _MAX_ROUNDS,
             f"measured rounds per benchmark in {mode} mode",
             ROUNDS,
         )
@@ -218,8 +260,8 @@ KEYS: tuple[Key, ...] = (
         Key(
             f"processes.{mode}",
             int,
-            lambda v: 1 <= v <= 16,
-            "an int in [1, 16]",
+            1,
+            16,
             f"separate pytest processes one {mode}-mode run is made of: its rounds are split "
             "evenly over them and their samples pooled, so that a state fixed for a process's "
             "life is averaged over several",
@@ -230,27 +272,29 @@ KEYS: tuple[Key, ...] = (
     Key(
         "isa.vgpr_tolerance_abs",
         int,
-        lambda v: v >= 0,
-        ">= 0",
+        0,
+        512,  # the whole register file of a gfx950 wave (256 VGPRs + 256 AGPRs)
         "VGPR growth allowed per entry: max(this, vgpr_tolerance_rel x baseline)",
         ISA,
     ),
     Key(
         "isa.vgpr_tolerance_rel",
         float,
-        lambda v: 0 <= v < 1,
-        "a fraction in [0, 1)",
+        0,
+        1,
         "relative VGPR growth allowed per entry (see vgpr_tolerance_abs)",
         ISA,
+        hi_open=True,
     ),
     Key(
         "isa.valu_tolerance_rel",
         float,
-        lambda v: 0 <= v < 1,
-        "a fraction in [0, 1)",
+        0,
+        1,
         "growth of an entry's vector instructions per wave (static cost) allowed, as a fraction "
         "of the baseline",
         ISA,
+        hi_open=True,
     ),
 )
 KEYS_BY_NAME: Mapping[str, Key] = MappingProxyType({k.name: k for k in KEYS})
@@ -323,12 +367,24 @@ class GateSettings:
 
 
 def load(
-    path: str | os.PathLike[str] | None = None, *, overrides: Mapping[str, Any] | None = None
+    path: str | os.PathLike[str] | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    used: Collection[str] | None = None,
 ) -> GateSettings:
     """Read ``[tool.perfgate]`` from ``path`` (default: the repository's pyproject.toml).
 
     ``overrides`` maps key names to values (command-line overrides; their errors name the
-    option, e.g. ``--min-effect``). Raises :class:`SettingsError` with a one-line message.
+    option, e.g. ``--min-effect``). ``used``: the keys the calling command uses (default: all);
+    the checks between keys (rounds against ``min_samples``, processes against rounds) involve
+    only those, so that a command is never refused over a key it does not read. Every key of the
+    table is checked on its own whatever ``used`` says: the file is one file. Raises
+    :class:`SettingsError` with a one-line message.
+
+    ``min_effect`` given as an override is the floor against a pooled baseline too
+    (``min_effect_drift``), unless that is overridden as well: "the smallest change that
+    counts" is what a user asking for ``--min-effect 0.05`` means, whatever baseline the
+    benchmark meets.
     """
     path = Path(PYPROJECT if path is None else path)
     values = _read_table(path)
@@ -336,31 +392,65 @@ def load(
     checked: dict[str, int | float] = {}
     for k in KEYS:
         if k.name not in values:
-            raise SettingsError(
-                f"{where} lacks {k.name} ({k.kind.__name__}, {k.expected}): {k.meaning}"
-            )
+            raise SettingsError(f"{where} lacks {k.name} ({k.expected}): {k.meaning}")
         checked[k.name] = _check(k, values[k.name], f"{where} {k.name}")
+    sources = {name: f"{path} [{TABLE}]" for name in checked}
     overridden = []
     for name, value in (overrides or {}).items():
         if name not in KEYS_BY_NAME:
             raise SettingsError(f"unknown setting {name!r}; known: {', '.join(KEYS_BY_NAME)}")
         k = KEYS_BY_NAME[name]
         checked[name] = _check(k, value, f"{k.flag}: {k.name}")
+        sources[name] = k.flag
         overridden.append(k.flag)
+    if "min_effect" in (overrides or {}) and "min_effect_drift" not in (overrides or {}):
+        checked["min_effect_drift"] = checked["min_effect"]
+        sources["min_effect_drift"] = "--min-effect"
     source = str(path) + (f" with {' '.join(overridden)}" if overridden else "")
-    _check_rounds_cover_minimum(checked, where)
+    _check_between_keys(checked, sources, frozenset(KEYS_BY_NAME if used is None else used))
     return _build(checked, source)
 
 
-def _check_rounds_cover_minimum(values: Mapping[str, int | float], where: str) -> None:
-    """A run of fewer rounds than ``min_samples`` can never be judged, so it may not be asked
-    for: the gate would only ever answer "rerun with more rounds"."""
-    need = values["min_samples"]
+def _check_between_keys(
+    values: Mapping[str, int | float], sources: Mapping[str, str], used: frozenset[str]
+) -> None:
+    """Settings that cannot work together, among the keys a command uses. Each is named with
+    where its value came from (an option or the table).
+
+    - ``rounds.<mode>`` >= ``min_samples``: a run of fewer rounds can never be judged, the gate
+      would only ever answer "rerun with more rounds";
+    - ``processes.<mode>`` x ``min_samples`` <= ``rounds.<mode>``: every process of a run is
+      a pytest run of its share of the rounds, and the plugin refuses a run shorter than
+      ``min_samples`` (it could never be judged on its own);
+    - ``rounds.<mode>`` x 2 ** (``looks`` - 1) <= :data:`MAX_LOOK_ROUNDS`: the last adaptive
+      look measures that many rounds a side."""
+
+    def named(name: str) -> str:
+        return f"{name} ({values[name]:g}, {sources[name]})"
+
     for mode in _ROUND_MODES:
-        if values[f"rounds.{mode}"] < need:
+        rounds, processes = f"rounds.{mode}", f"processes.{mode}"
+        if {rounds, "min_samples"} <= used and values[rounds] < values["min_samples"]:
             raise SettingsError(
-                f"{where} rounds.{mode} must be >= min_samples ({need}), "
-                f"got {values[f'rounds.{mode}']}: rerun with at least {need} rounds"
+                f"{named(rounds)} must be >= {named('min_samples')}: a run of fewer rounds "
+                f"can never be judged; ask for at least {values['min_samples']:g} rounds "
+                f"({key(rounds).flag}) or fewer samples ({key('min_samples').flag})"
+            )
+        if {rounds, processes, "min_samples"} <= used and (
+            values[processes] * values["min_samples"] > values[rounds]
+        ):
+            raise SettingsError(
+                f"{named(processes)} x {named('min_samples')} must be <= {named(rounds)}: "
+                f"every process of a run measures at least min_samples rounds; give fewer "
+                f"{key(processes).flag} or more {key(rounds).flag}"
+            )
+        if {rounds, "looks"} <= used and (
+            values[rounds] * 2 ** (values["looks"] - 1) > MAX_LOOK_ROUNDS
+        ):
+            raise SettingsError(
+                f"{named(rounds)} x 2 ** ({named('looks')} - 1) must be <= {MAX_LOOK_ROUNDS}: "
+                f"the last adaptive look measures that many rounds a side; give fewer "
+                f"{key(rounds).flag} or {key('looks').flag}"
             )
 
 
@@ -370,15 +460,17 @@ def defaults() -> GateSettings:
     return load()
 
 
-def add_options(parser: argparse.ArgumentParser, *groups: str) -> None:
-    """Add ``--<key>`` for every key of ``groups`` (STATS, ROUNDS, PROCESSES, ISA); unset means
-    the table's."""
+def add_options(
+    parser: argparse.ArgumentParser, *groups: str, only: Collection[str] = (), skip=()
+) -> None:
+    """Add ``--<key>`` for every key of ``groups`` (STATS, ROUNDS, PROCESSES, ISA) and every key
+    named in ``only``, less those in ``skip``; unset means the table's. The command's keys are
+    recorded on the parser (``args.perfgate_keys``), for :func:`from_args`."""
     group = parser.add_argument_group(
         "gate settings", f"override [{TABLE}] of pyproject.toml for this run"
     )
-    for k in KEYS:
-        if k.group not in groups:
-            continue
+    chosen = [k for k in KEYS if (k.group in groups or k.name in only) and k.name not in skip]
+    for k in chosen:
         names = [k.flag]
         if k.name == "n_resamples":
             names.append("--resamples")  # the option's name before [tool.perfgate] existed
@@ -388,9 +480,9 @@ def add_options(parser: argparse.ArgumentParser, *groups: str) -> None:
             type=k.kind,
             default=None,
             metavar="N" if k.kind is int else "X",
-            # argparse %-formats help strings: "3%" would break --help
-            help=f"{k.meaning} ({k.expected})".replace("%", "%%"),
+            help=k.help(),
         )
+    parser.set_defaults(perfgate_keys=tuple(k.name for k in chosen))
 
 
 def overrides_from(args: argparse.Namespace) -> dict[str, int | float]:
@@ -399,8 +491,27 @@ def overrides_from(args: argparse.Namespace) -> dict[str, int | float]:
 
 
 def from_args(args: argparse.Namespace) -> GateSettings:
-    """The repository's settings with the command line's overrides applied."""
-    return load(overrides=overrides_from(args))
+    """The repository's settings with the command line's overrides applied, checked against each
+    other where the command uses them."""
+    return load(overrides=overrides_from(args), used=getattr(args, "perfgate_keys", None))
+
+
+def argument(k: Key, flag: str) -> Callable[[str], int | float]:
+    """An argparse ``type`` for a command's own numeric option (``--runs``, ``--jobs``) checked
+    by ``k``'s range, so that its error and help state the range the way the keys' do."""
+
+    def parse(text: str) -> int | float:
+        try:
+            value = k.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {k.expected}, got {text!r}") from None
+        try:
+            return k.check(value, label=flag)
+        except (TypeError, ValueError) as exc:
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(f"{flag} ")) from None
+
+    parse.__name__ = k.kind.__name__  # argparse names the type in "invalid <type> value"
+    return parse
 
 
 def stats_field(name: str, value: Any) -> int | float:

@@ -17,7 +17,6 @@ Every output is checked against the reference first. Not the code under test: a 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -137,6 +136,25 @@ def breakdown(shape: Any) -> dict[str, float]:
     return {name: host_us_per_call(fn, [args]) for name, (fn, args) in steps.items()}
 
 
+COLUMNS = ("before", "bound", "unbound", "torch.matmul")
+
+
+def render(table: dict[str, dict[str, float]], device: str) -> str:
+    """The table as printed: one column per figure some shape has (``before`` only when a
+    checkout placed the launcher of before the cache; a column of nothing is no column)."""
+    cols = [c for c in COLUMNS if any(c in row for row in table.values())]
+    missing = [(shape, c) for shape, row in table.items() for c in cols if c not in row]
+    if missing:
+        raise ValueError(
+            f"shape {missing[0][0]} lacks {missing[0][1]}: every row needs each column"
+        )
+    lines = [f"host us per call, back to back ({device}):"]
+    lines.append(f"  {'shape':<20}" + "".join(f"{c:>14}" for c in cols))
+    for shape, row in table.items():
+        lines.append(f"  {shape:<20}" + "".join(f"{row[c]:>14.1f}" for c in cols))
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.host_report", description=__doc__)
     parser.add_argument("--json", dest="json_out", help="write the table as JSON")
@@ -144,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         "--breakdown", action="store_true", help="also time each step of a bound call, per shape"
     )
     args = parser.parse_args(argv)
+    from perfgate import atomic
+
+    try:  # before minutes of GPU time
+        atomic.check_outputs({"--json": args.json_out})
+    except atomic.OutputError as exc:
+        print(f"tools.host_report: error: {exc}", file=sys.stderr)
+        return 2
     import torch
 
     if not torch.cuda.is_available():
@@ -151,20 +176,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from kernels.shapes import LEADERBOARD
 
-    table = {}
-    print(f"host us per call, back to back ({torch.cuda.get_device_name()}):")
-    cols = ("before", "bound", "unbound", "torch.matmul")
-    print(f"  {'shape':<20}" + "".join(f"{c:>14}" for c in cols))
-    for shape in LEADERBOARD:
-        row = table[shape.id] = measure_shape(shape)
-        print(f"  {shape.id:<20}" + "".join(f"{row.get(c, float('nan')):>14.1f}" for c in cols))
+    table = {shape.id: measure_shape(shape) for shape in LEADERBOARD}
+    print(render(table, torch.cuda.get_device_name()))
     if args.breakdown:
         for shape in LEADERBOARD:
             steps = table[shape.id]["steps"] = breakdown(shape)
             print(f"  {shape.id}: " + ", ".join(f"{k} {v:.1f}" for k, v in steps.items()))
     if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump(table, f, indent=2)
+        atomic.write_json(args.json_out, table)
     return 0
 
 

@@ -27,11 +27,12 @@ import itertools
 import json
 import random
 import statistics
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from perfgate import atomic, spawn
 
 REPO = Path(__file__).resolve().parents[1]
 SPACER_MAX_MIB = 1024
@@ -140,6 +141,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.processes < 2:
         parser.error("--processes must be >= 2: the point is to compare processes")
+    try:  # before minutes of GPU time
+        atomic.check_outputs({"--json": args.json_out})
+    except atomic.OutputError as exc:
+        print(f"tools.leaderboard_levels: error: {exc}", file=sys.stderr)
+        return 2
     import torch
 
     if not torch.cuda.is_available():
@@ -154,13 +160,11 @@ def main(argv: list[str] | None = None) -> int:
         cmd = [sys.executable, "-m", "tools.leaderboard_levels", "--worker", str(process),
                "--epochs", str(args.epochs), "--rounds", str(args.rounds),
                *(["--keep-placement"] if args.keep_placement else [])]  # fmt: skip
-        done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
+        done = spawn.run(cmd, cwd=REPO, capture_output=True, text=True, check=False)
         if done.returncode:
-            print(
-                f"tools.leaderboard_levels: worker {process} failed:\n{done.stderr}",
-                file=sys.stderr,
-            )
-            return 1
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            print(f"tools.leaderboard_levels: worker {process} failed: {last}", file=sys.stderr)
+            return 2
         rows += json.loads(done.stdout.strip().splitlines()[-1])
     summary = summarise(rows)
     print(f"levels per process, us ({torch.cuda.get_device_name()}, {args.processes} processes, "
@@ -174,8 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     factors = " ".join(f"{100 * f:+.2f}%" for f in summary["factors"])
     print(f"  process factors (common to all shapes): {factors}")
     if args.json_out:
-        with open(args.json_out, "w") as f:
-            json.dump({"rows": rows, "summary": summary}, f, indent=2)
+        atomic.write_json(args.json_out, {"rows": rows, "summary": summary})
     return 0
 
 

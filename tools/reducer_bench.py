@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from perfgate import timing
+from perfgate import atomic, timing
 from perfgate.shapes import REDUCER, ReducerCase, reducer_set_bytes
 
 SEED = 20250
@@ -142,14 +141,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=200, help="timed calls per reducer and case")
     parser.add_argument("--json", help="also write the rows to this JSON file")
     args = parser.parse_args(argv)
+    try:  # before the measurement
+        atomic.check_outputs({"--json": args.json})
+    except atomic.OutputError as exc:
+        print(f"tools.reducer_bench: error: {exc}", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
-        print("error: no GPU (torch.cuda.is_available() is False)", file=sys.stderr)
-        return 1
+        print("tools.reducer_bench: error: no GPU (torch.cuda.is_available() is False)",
+              file=sys.stderr)  # fmt: skip
+        return 2
     rows = run(reps=args.reps)
     print_table(rows)
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=2)
+        atomic.write_json(args.json, {"device": torch.cuda.get_device_name(), "rows": rows})
     return 0 if all(r["bits_equal"] for r in rows) else 1
 
 

@@ -24,11 +24,19 @@ def register(subparsers: Any) -> None:
         help="static ISA gate: compile every shipped config for one target and compare",
         description=__doc__.splitlines()[0],
     )
-    parser.add_argument("--target", required=True, choices=TARGETS)
+    from perfgate import settings
+
+    parser.add_argument(
+        "--target", required=True, choices=TARGETS, help="the compile target: " + ", ".join(TARGETS)
+    )
     parser.add_argument("--json", type=Path, metavar="OUT", help="write the current report here")
     parser.add_argument("--check", type=Path, metavar="BASELINE", help="compare with this baseline")
     parser.add_argument(
-        "--jobs", type=_positive_int, default=None, help="compile processes (default: one per CPU)"
+        "--jobs",
+        type=settings.argument(JOBS, "--jobs"),
+        default=None,
+        metavar="N",
+        help=f"compile processes ({JOBS.expected}; default: one per CPU)",
     )
     parser.add_argument(
         "--skip-native",
@@ -42,17 +50,17 @@ def register(subparsers: Any) -> None:
         metavar="MOD[,MOD]",
         help="spec provider modules (default: kernels.gemm,kernels.splitk)",
     )
-    from perfgate import settings
-
     settings.add_options(parser, settings.ISA)
     parser.set_defaults(func=run)
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"--jobs must be >= 1, got {value}")
-    return value
+def _jobs_key():
+    from perfgate.settings import Key
+
+    return Key("isa.jobs", int, 1, 256, "compile processes", "isa")
+
+
+JOBS = _jobs_key()
 
 
 def write_report(path: Path, report: dict[str, Any]) -> None:
@@ -66,8 +74,15 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
+    from perfgate.atomic import OutputError
+    from perfgate.compare import check_outputs
     from perfgate.isa import collect, gate, metrics
 
+    try:  # before minutes of compiling: a path that cannot be written is known at once
+        check_outputs({"--json": args.json}, {"--check": args.check})
+    except OutputError as exc:
+        print(f"perfgate isa: error: {exc}", file=sys.stderr)
+        return 2
     console = Console()
     if not console.is_terminal:
         # CI logs: rich would assume 80 columns and fold the long kernel[config] keys unreadably.

@@ -15,7 +15,6 @@ import importlib
 import importlib.metadata
 import importlib.util
 import os
-import subprocess
 import tempfile
 import warnings
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from typing import Any
 
 from kernels.targets import TARGETS as REGISTRY
 from kernels.targets import Target, get_target
+from perfgate import spawn
 from perfgate.isa import metrics
 
 SCHEMA = 1
@@ -166,13 +166,13 @@ def nvidia_fields(
     with tempfile.TemporaryDirectory(prefix="perfgate-isa-") as tmp:
         cubin = Path(tmp, "kernel.cubin")
         cubin.write_bytes(compiled.asm["cubin"])
-        usage_text = subprocess.run(
+        usage_text = spawn.run(
             [_nvidia_tool("cuobjdump"), "-res-usage", str(cubin)],
             check=True,
             capture_output=True,
             text=True,
         ).stdout
-        sass = subprocess.run(
+        sass = spawn.run(
             [_nvidia_tool("nvdisasm"), "-c", str(cubin)], check=True, capture_output=True, text=True
         ).stdout
     usages = metrics.parse_res_usage(usage_text)

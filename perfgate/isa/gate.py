@@ -141,6 +141,8 @@ def load(path: str | Path, *, target: str | None = None) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise IsaReportError(f"{path}: not valid JSON ({exc})") from exc
+    except RecursionError:
+        raise IsaReportError(f"{path}: nested too deeply to be an ISA report") from None
     return validate(data, where=str(path), target=target)
 
 

@@ -25,18 +25,25 @@ def test_block_order_is_abba():
 
 
 class FakeSide:
-    """A worker answering ``run`` with synthetic samples: ``factor`` per case, 0.5% noise."""
+    """A worker answering ``run`` with synthetic samples: ``factor`` per case, 0.5% noise.
+    Every side given the same ``order`` list records there what it was asked, so that the order
+    in which the sides were measured is seen, not inferred from two separate logs."""
 
-    def __init__(self, label: str, factors: dict[str, float], seed: int) -> None:
+    def __init__(
+        self, label: str, factors: dict[str, float], seed: int, order: list | None = None
+    ) -> None:
         self.label, self.factors = label, factors
         self.rng = np.random.default_rng(seed)
         self.log: list[tuple[str, int]] = []
+        self.order = [] if order is None else order
 
     def ask(self, req):
         if req["op"] == "prepare":
             self.log.append(("prepare", [c["name"] for c in req["cases"]]))
+            self.order.append((self.label, "prepare"))
             return {"ok": True, "cases": {}}
         self.log.append((req["case"], req["rounds"]))
+        self.order.append((self.label, req["case"], req["rounds"]))
         f = self.factors.get(req["case"], 1.0)
         return {
             "ok": True,
@@ -46,7 +53,11 @@ class FakeSide:
 
 def test_measure_ab_flags_the_slower_head_and_interleaves():
     settings = Settings(n_resamples=500)
-    sides = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"slow": 1.03}, 2)}
+    order: list = []
+    sides = {
+        "base": FakeSide("base", {}, 1, order),
+        "head": FakeSide("head", {"slow": 1.03}, 2, order),
+    }
     cases = [{"name": "slow"}, {"name": "same"}]
     decisions, samples = ab.measure_ab(sides, cases, settings, rounds=40)
     assert decisions["slow"].result.verdict == REGRESSION
@@ -65,6 +76,14 @@ def test_measure_ab_flags_the_slower_head_and_interleaves():
     second = log.index(("prepare", ["same"]))
     assert all(entry[0] == "slow" for entry in log[1:second])
     assert all(entry[0] == "same" for entry in log[second + 1 :])
+    # the one shared record: per case, blocks of 10 rounds in ABBA order, base first
+    for name, d in decisions.items():
+        runs = [(label, k) for label, *rest in order if rest[0] == name for k in rest[1:]]
+        labels = [label for label, _ in runs]
+        blocks = d.rounds // 10
+        abba = (("base", "head"), ("head", "base"))
+        assert labels == [side for i in range(blocks) for side in abba[i % 2]]
+        assert all(k == 10 for _, k in runs)
 
 
 def test_worker_protocol_answers_errors_in_one_line():
@@ -166,7 +185,16 @@ def test_ab_command_refusals(capsys, monkeypatch):
     assert main(["ab", "--base", "no-such-revision-xyz"]) == 2
     assert "names no commit" in capsys.readouterr().err
     assert main(["ab", "--base", "HEAD", "--groups", "nope"]) == 2
-    assert main(["ab", "--base", "HEAD", "--min-effect", "5"]) == 2
+    assert main(["ab", "--base", "HEAD", "--ab-min-effect", "5"]) == 2
+    # ab judges with ab_min_effect alone: a --min-effect it would ignore is refused, one line
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        main(["ab", "--base", "HEAD", "--min-effect", "0.05"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "perfgate ab: error: unrecognized arguments: --min-effect 0.05 (see perfgate ab --help)\n"
+    )
     from perfgate import bench
 
     monkeypatch.setattr(bench, "gpu_available", lambda: False)
@@ -239,9 +267,84 @@ def test_ab_run_end_to_end_with_fake_workers(tmp_path, monkeypatch):
     report = json.loads((tmp_path / "ab.json").read_text())
     assert [(b["name"], b["verdict"]) for b in report["benchmarks"]] == [(names[0], "regression")]
     base_root, base_env = roots["base"]
-    assert base_root.name.startswith("rev-") and not base_root.exists()  # worktree removed
+    assert base_root.name.startswith("base-") and not base_root.exists()  # worktree removed
     assert base_env["MXFP4_CACHE_DIR"].endswith("cache-base")  # the base's own reducer cache
     assert roots["head"][0] == ab.REPO and roots["head"][1] == {}
     assert [label for label, _ in built] == ["base", "head"]
     samples = json.loads((tmp_path / "ab.samples.json").read_text())
     assert len(samples["base_samples"][names[0]]) == len(samples["head_samples"][names[0]])
+
+
+def test_the_ab_report_judges_with_the_ab_threshold(tmp_path, monkeypatch):
+    # a head 2% slower at 0.5% noise: beyond ab_min_effect (1.5%), within the stored-run floor
+    # (min_effect 3%): only the A/B threshold fails it
+    from argparse import Namespace
+
+    from perfgate import fingerprint, settings
+
+    gate = settings.load(overrides={"n_resamples": 500, "ab_min_effect": 0.015, "min_effect": 0.03})
+    sides = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"a": 1.02}, 2)}
+    decisions, samples = ab.measure_ab(sides, [{"name": "a"}], gate.stats, 40)
+    monkeypatch.setattr(fingerprint, "collect", lambda: {"device_key": "nvidia-h200"})
+    args = Namespace(base="HEAD", head=None, results_dir=tmp_path, json_out=None, markdown_out=None)
+    code = ab.report(args, gate, decisions, samples, {"base": {}, "head": {}}, "b" * 40, None)
+    report = json.loads((tmp_path / "ab.json").read_text())
+    (row,) = report["benchmarks"]
+    assert (code, row["verdict"], row["threshold"]) == (1, "regression", 0.015)
+    assert "±1.5% (same-job A/B" in (tmp_path / "ab.md").read_text()
+
+
+def test_every_ab_look_is_judged_at_alpha_over_looks(monkeypatch):
+    from perfgate import stats
+
+    seen = []
+    real = stats.compare_samples
+
+    def recording(*args, **kwargs):
+        seen.append((kwargs.get("looks"), kwargs.get("ab")))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stats, "compare_samples", recording)
+    settings = Settings(n_resamples=300, looks=3)
+    sides = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"edge": 1.016}, 2)}
+    ab.measure_ab(sides, [{"name": "edge"}], settings, rounds=20)
+    assert seen and set(seen) == {(3, True)}
+
+
+@needs_git
+def test_a_revision_compared_with_itself_passes(tmp_path, monkeypatch):
+    # --base HEAD --head HEAD: two worktrees of one revision, each with its own build and cache,
+    # measured as two processes of the same code: no regression
+    from argparse import Namespace
+
+    from perfgate import fingerprint, settings
+
+    roots, built = {}, []
+
+    class Side(FakeSide):
+        def __init__(self, label, root, env):
+            roots[label] = (root, env, (root / "kernels").is_dir())
+            super().__init__(label, {}, seed=len(roots))
+            self.reducer_backend = "native"
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(interleave, "SideProcess", Side)
+    monkeypatch.setattr(ab, "build", lambda root, cache, label: built.append((label, root, cache)))
+    monkeypatch.setattr(fingerprint, "collect", lambda: {"device_key": "nvidia-h200"})
+    gate = settings.load(overrides={"n_resamples": 500, "rounds.device": 20})
+    args = Namespace(base="HEAD", head="HEAD", groups="leaderboard", keyword="m16-n2112-k7168",
+                     results_dir=tmp_path, json_out=None, markdown_out=None)  # fmt: skip
+    assert ab.run(args, gate) == 0
+    report = json.loads((tmp_path / "ab.json").read_text())
+    assert [b["verdict"] for b in report["benchmarks"]] == ["unchanged"]
+    (base_root, base_env, base_tree), (head_root, head_env, head_tree) = roots.values()
+    assert base_tree and head_tree and base_root != head_root  # two real checkouts
+    assert base_root.name.startswith("base-") and head_root.name.startswith("head-")
+    assert not base_root.exists() and not head_root.exists()  # both removed
+    assert base_env["MXFP4_CACHE_DIR"] != head_env["MXFP4_CACHE_DIR"]
+    assert [label for label, *_ in built] == ["base", "head"]
+    head = ab.resolve("HEAD")
+    assert report["summary"]["baseline"] == f"base HEAD ({head[:12]})"
+    assert report["summary"]["current"] == f"head HEAD ({head[:12]})"

@@ -175,8 +175,27 @@ BREAKAGES = [
     ("no machine_info", lambda d: _drop(d, "machine_info"), "no 'machine_info' object"),
     ("no perfgate block", lambda d: _drop(d, *PG), "no machine_info.perfgate block"),
     ("schema 2", lambda d: _set(d, 2, *PG, "schema"), "schema is 2, this perfgate reads 1"),
-    # True == 1 in Python: a boolean schema must not pass for version 1.
+    # True == 1 and 1.0 == 1 in Python: neither may pass for version 1.
     ("schema true", lambda d: _set(d, True, *PG, "schema"), "schema is True"),
+    ("schema 1.0", lambda d: _set(d, 1.0, *PG, "schema"), "schema is 1.0, this perfgate reads 1"),
+    ("schema 0", lambda d: _set(d, 0, *PG, "schema"), "schema is 0, this perfgate reads 1"),
+    ("schema '1'", lambda d: _set(d, "1", *PG, "schema"), "schema is '1', this perfgate reads 1"),
+    ("no schema", lambda d: _drop(d, *PG, "schema"), "schema is None, this perfgate reads 1"),
+    (
+        "device key a path",
+        lambda d: _set(d, "../x", *PG, "device_key"),
+        "device_key is '../x'; expected a plain name",
+    ),
+    (
+        "extra_info list",
+        lambda d: _set(d, [], *B0, "extra_info"),
+        "extra_info is a JSON array, expected an object",
+    ),
+    (
+        "sample too small",
+        lambda d: _set(d, 5e-324, *B0, "stats", "data", 1),
+        "stats.data[1] is 5e-324; samples must be finite seconds > 0, in [1e-15, 10000]",
+    ),
     (
         "empty device key",
         lambda d: _set(d, "", *PG, "device_key"),
@@ -385,10 +404,21 @@ def test_append_samples_keeps_stats_consistent(tmp_path, make_result, gpu_like):
     bl.load(path)  # still valid: stats.rounds matches stats.data
 
 
-def test_device_differences_name_each_field():
-    old = {"gpu_name": "NVIDIA H200", "arch": "sm90", "compute_units": 132, "driver": "1"}
-    assert bl.device_differences(old, dict(old, driver="2")) == ""  # a driver is not a device
-    assert bl.device_differences(old, dict(old, compute_units=66)) == "compute_units 132 -> 66"
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("gpu_name", "NVIDIA H100", "gpu_name 'NVIDIA H200' -> 'NVIDIA H100'"),
+        ("arch", "sm100", "arch 'sm90' -> 'sm100'"),
+        ("compute_units", 66, "compute_units 132 -> 66"),  # a MIG slice of the same card
+        ("driver", "2", ""),  # a driver, a runtime, clocks: the same device
+        ("runtime", "cuda 13", ""),
+        ("clocks", {"sm_mhz": 1}, ""),
+    ],
+)
+def test_device_differences_name_each_device_field(field, value, named):
+    old = {"gpu_name": "NVIDIA H200", "arch": "sm90", "compute_units": 132, "driver": "1",
+           "runtime": "cuda 12.8", "clocks": {"sm_mhz": 1980}}  # fmt: skip
+    assert bl.device_differences(old, dict(old, **{field: value})) == named
 
 
 # -- the drift a stored threshold allows for: robust, one slow run does not set it ------------

@@ -32,7 +32,7 @@ def no_pytest(monkeypatch):
     def refuse(*a, **k):
         raise AssertionError(f"ran {a!r} on a machine without a GPU")
 
-    monkeypatch.setattr(bench.subprocess, "run", refuse)
+    monkeypatch.setattr(bench.spawn, "run", refuse)
 
 
 def test_bench_without_gpu_runs_nothing_and_exits_0(monkeypatch, capsys, no_pytest, tmp_path):
@@ -145,7 +145,7 @@ def fake_gpu(monkeypatch, tmp_path, make_result, gpu_like):
         assert env["PERFGATE_REQUIRE_GPU"] == "1"
         return subprocess.CompletedProcess(cmd, state["rc"])
 
-    monkeypatch.setattr(bench.subprocess, "run", fake_run)
+    monkeypatch.setattr(bench.spawn, "run", fake_run)
     state["dirs"] = [
         "--results-dir",
         str(tmp_path / "results"),
@@ -215,7 +215,7 @@ def test_update_refuses_an_injected_slowdown(fake_gpu, monkeypatch):
 def test_update_isa_delegates_to_the_isa_gate(monkeypatch, tmp_path):
     seen = []
     monkeypatch.setattr(
-        bench.subprocess,
+        bench.spawn,
         "run",
         lambda cmd, cwd=None, check=False: (
             seen.append(cmd[1:]) or subprocess.CompletedProcess(cmd, 0)
@@ -269,10 +269,10 @@ def test_a_leaderboard_run_is_four_processes_pooled(fake_gpu):
 
 def test_processes_and_rounds_options_split_a_run(fake_gpu):
     args = ["--mode", "leaderboard", "--no-warmup-pass", "--allow-missing-baseline"]
-    argv = ["bench", *args, "--rounds-leaderboard", "11", "--processes-leaderboard", "3"]
+    argv = ["bench", *args, "--rounds-leaderboard", "31", "--processes-leaderboard", "3"]
     assert main([*argv, *fake_gpu["dirs"]]) == 0
     rounds = [a for c in fake_gpu["commands"] for a in c if a.startswith("--perfgate-rounds=")]
-    assert rounds == ["--perfgate-rounds=4", "--perfgate-rounds=4", "--perfgate-rounds=3"]
+    assert rounds == ["--perfgate-rounds=11", "--perfgate-rounds=10", "--perfgate-rounds=10"]
     # device mode keeps one process and its table rounds (no --perfgate-rounds at all)
     fake_gpu["commands"].clear()
     assert main(["bench", "--no-warmup-pass", "--allow-missing-baseline", *fake_gpu["dirs"]]) == 0
@@ -314,6 +314,26 @@ def test_update_rejects_a_bad_runs_option(fake_gpu, capsys, runs):
     except SystemExit as exc:  # argparse: not an int
         code = exc.code
     assert code == 2 and fake_gpu["commands"] == []
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "named"),
+    [
+        ("gpu_name", "NVIDIA H100", "gpu_name 'NVIDIA H200' -> 'NVIDIA H100'"),
+        ("arch", "sm100", "arch 'sm90' -> 'sm100'"),
+        ("compute_units", 66, "compute_units 132 -> 66"),
+    ],
+)
+def test_update_refuses_a_baseline_of_another_device_by_each_field(
+    fake_gpu, capsys, field, value, named
+):
+    assert main(["update-baselines", "--runs", "1", "--no-warmup-pass", *fake_gpu["dirs"]]) == 0
+    path = fake_gpu["tmp"] / "pb" / "nvidia-h200" / "device.json"
+    before = path.read_bytes()
+    fake_gpu["fingerprint"] = {field: value}
+    assert main(["update-baselines", "--runs", "1", "--no-warmup-pass", *fake_gpu["dirs"]]) == 2
+    assert f"another device ({named})" in capsys.readouterr().err
+    assert path.read_bytes() == before
 
 
 def test_update_refuses_another_device_unless_asked(fake_gpu, capsys):
@@ -369,3 +389,22 @@ def test_no_warmup_pass_skips_it(fake_gpu):
     assert main(["update-baselines", "--runs", "2", "--no-warmup-pass", *fake_gpu["dirs"]]) == 0
     assert len(fake_gpu["commands"]) == 2
     assert not any("--perfgate-rounds=10" in c for c in fake_gpu["commands"])
+
+
+def test_every_look_of_bench_is_judged_at_alpha_over_looks(fake_gpu, monkeypatch):
+    from perfgate import stats
+
+    assert main(["update-baselines", *fake_gpu["dirs"]]) == 0
+    seen = []
+    real = stats.compare_samples
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("looks"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stats, "compare_samples", recording)
+    fake_gpu["factor"] = lambda name, run: 1.025 if name == NAMES[0] else 1.0
+    main(["bench", "--rounds-device", "20", "--looks", "3", *fake_gpu["dirs"]])
+    assert seen and set(seen) == {3}  # the adaptive looks and the report's verdicts alike
+    report = json.loads((fake_gpu["tmp"] / "results" / "device.compare.json").read_text())
+    assert report["summary"]["settings"]["looks"] == 3

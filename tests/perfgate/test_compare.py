@@ -358,13 +358,143 @@ def test_every_report_echoes_every_setting(write_result, bench, tmp_path):
         assert f"{key}=" in text and f"`{key}=" in markdown, key
 
 
-def test_unwritable_output_is_exit_2(write_result, bench, tmp_path, capsys):
+def test_unwritable_output_is_exit_2_before_any_work(write_result, bench, tmp_path, capsys):
     path = write_result("b.json", bench(0))
     blocker = tmp_path / "file"
     blocker.write_text("")
-    code, _ = run(path, path, json_out=blocker / "o.json")  # parent is a file
+    code, text = run(path, path, json_out=blocker / "o.json")  # parent is a file
+    assert code == 2 and text == ""  # refused before the comparison, no report printed
+    assert capsys.readouterr().err == (
+        f"perfgate compare: error: --json {blocker / 'o.json'}: {blocker} is a file, expected "
+        "a directory\n"
+    )
+
+
+def test_a_write_that_fails_late_is_exit_2(write_result, bench, tmp_path, capsys, monkeypatch):
+    from perfgate import atomic
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    path = write_result("b.json", bench(0))
+    monkeypatch.setattr(atomic, "write_json", full)
+    code, _ = run(path, path, json_out=tmp_path / "o.json")
     assert code == 2
-    assert "cannot write the report" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot write the report" in err and "No space" in err
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("/proc/x.json", "cannot write in /proc"),
+        ("/proc/no/such/dir/x.json", "cannot write in /proc"),
+        ("DIR", "is a directory, expected a file path"),
+    ],
+)
+def test_an_output_where_nothing_can_be_written_is_exit_2(
+    write_result, bench, tmp_path, capsys, where, message
+):
+    if where.startswith("/proc") and not Path("/proc/self").is_dir():
+        pytest.skip("no /proc on this system")
+    path = write_result("b.json", bench(0))
+    out = tmp_path if where == "DIR" else Path(where)
+    code, text = run(path, path, markdown_out=out)
+    err = capsys.readouterr().err
+    assert code == 2 and text == "" and err.count("\n") == 1, err
+    assert err.startswith(f"perfgate compare: error: --markdown {out}: ") and message in err
+
+
+@pytest.mark.parametrize(
+    ("flag", "target", "named"),
+    [
+        ("json_out", "b.json", "BASELINE.json"),
+        ("markdown_out", "b.json", "BASELINE.json"),
+        ("json_out", "c.json", "CURRENT.json"),
+        ("markdown_out", "link-to-b.json", "BASELINE.json"),  # a symlink to the baseline
+        ("json_out", "hard-b.json", "BASELINE.json"),  # a hard link: the same file
+    ],
+)
+def test_no_output_is_ever_written_over_an_input(
+    write_result, bench, tmp_path, capsys, flag, target, named
+):
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", bench(1))
+    (tmp_path / "link-to-b.json").symlink_to(base)
+    import os
+
+    os.link(base, tmp_path / "hard-b.json")
+    before = {p: p.read_bytes() for p in (base, cur)}
+    out = tmp_path / target
+    code, text = run(base, cur, **{flag: out})
+    assert code == 2 and text == ""
+    err = capsys.readouterr().err
+    option = "--json" if flag == "json_out" else "--markdown"
+    source = base if named == "BASELINE.json" else cur
+    assert err == (
+        f"perfgate compare: error: {option} {out} is the input {named} {source}: an output is "
+        f"never written over an input; give {option} another path\n"
+    )
+    assert {p: p.read_bytes() for p in (base, cur)} == before  # both inputs untouched
+
+
+def test_two_outputs_naming_one_file_are_refused(write_result, bench, tmp_path, capsys):
+    path = write_result("b.json", bench(0))
+    out = tmp_path / "report"
+    code, _ = run(path, path, json_out=out, markdown_out=out)
+    assert code == 2 and not out.exists()
+    assert "--json " in capsys.readouterr().err
+
+
+def test_the_settings_file_is_never_an_output(write_result, bench, capsys):
+    from perfgate.settings import PYPROJECT
+
+    before = PYPROJECT.read_bytes()
+    path = write_result("b.json", bench(0))
+    assert run(path, path, json_out=PYPROJECT)[0] == 2
+    assert "is the input the settings file" in capsys.readouterr().err
+    assert PYPROJECT.read_bytes() == before
+
+
+# --- input classes that once crashed (a traceback is exit 1: CI would read a regression) -----
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            lambda good: good.replace('"extra_info": {}', '"extra_info": [1, 2]', 1),
+            "benchmark 'tests/perf/test_gemm.py::test_leaderboard[m64-n7168-k2048]': extra_info "
+            "is a JSON array, expected an object",
+        ),
+        (lambda good: "[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        (lambda good: '{"a":' * 100_000 + "1" + "}" * 100_000, "nested too deeply"),
+        (
+            lambda good: re.sub(r'"data": \[\s*[0-9.e-]+', '"data": [1' + "0" * 400, good, count=1),
+            "stats.data[0] is 10000000000000000000...(401 characters); samples must be finite "
+            "seconds > 0, in [1e-15, 10000]",
+        ),
+        (
+            lambda good: re.sub(r'"data": \[\s*[0-9.e-]+', '"data": [5e-324', good, count=1),
+            "stats.data[0] is 5e-324; samples must be finite seconds > 0",
+        ),
+    ],
+    ids=["extra_info-list", "nested-arrays", "nested-objects", "10**400", "subnormal"],
+)
+@pytest.mark.parametrize("side", ["baseline", "current"])
+def test_inputs_that_once_crashed_are_one_line_exit_2(
+    write_result, bench, tmp_path, capsys, side, text, message
+):
+    paths = {
+        "baseline": write_result("b.json", bench(0)),
+        "current": write_result("c.json", bench(1)),
+    }
+    bad = paths[side]
+    bad.write_text(text(bad.read_text()))
+    code, out = run(paths["baseline"], paths["current"])
+    err = capsys.readouterr().err
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"perfgate compare: error: {bad}: ") and message in err, err
 
 
 def test_bad_settings_are_a_caller_error(write_result, bench):
@@ -408,10 +538,11 @@ def test_cli_gate(write_result, bench, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("option", "message"),
     [
-        (["--alpha", "0.7"], "alpha must be in (0, 0.5)"),
+        (["--alpha", "0.7"], "alpha must be a number in (0, 0.5), got 0.7"),
         (["--min-effect", "5"], "min_effect must be a fraction"),  # 5 meant 5%?
-        (["--resamples", "10"], "n_resamples must be >= 100"),
-        (["--min-samples", "1"], "min_samples must be >= 3"),
+        (["--resamples", "10"], "n_resamples must be an int in [100, 100000], got 10"),
+        (["--min-samples", "1"], "min_samples must be an int in [3, 10000], got 1"),
+        (["--n-resamples", "100000000"], "n_resamples must be an int in [100, 100000]"),
     ],
 )
 def test_cli_bad_option_is_exit_2(write_result, bench, capsys, option, message):
@@ -524,3 +655,99 @@ def test_large_sides_stay_bounded_in_memory_and_bootstrap_size(write_result, tmp
     assert all(n <= 1000 and n * batch <= 2_000_000 for n, batch in sizes)
     # one unbatched 10k x 2000 resample matrix alone would be 160 MB
     assert peak < 120e6, f"peak {peak / 1e6:.0f} MB"
+
+
+# --- the report states what the verdicts used -------------------------------------------------
+
+
+def test_a_plain_comparison_reports_the_one_look_it_took(write_result, bench, tmp_path):
+    # the table's looks (3) are adaptive rounds: a comparison of two files takes one look, at
+    # the full alpha, and its footnote and settings must say so
+    base = write_result("b.json", bench(0))
+    cur = write_result("c.json", bench(100, grid=1.10))
+    settings = dataclasses.replace(FAST, looks=3)
+    _, text = run(base, cur, settings, json_out=tmp_path / "o.json", markdown_out=tmp_path / "o.md")
+    assert json.loads((tmp_path / "o.json").read_text())["summary"]["settings"]["looks"] == 1
+    markdown = (tmp_path / "o.md").read_text()
+    assert "one-sided Mann-Whitney U test gives p < 0.01 and" in markdown
+    assert "looks" not in " ".join(text.split()).split("settings:")[0]
+    assert "/ 3 looks" not in markdown and "`looks=1`" in markdown
+
+
+def test_a_report_of_adaptive_looks_states_the_level_of_each(tmp_path):
+    from perfgate.report import Row
+
+    rows = [Row("a", "unchanged", "r", ratio=1.0, ci_low=0.99, ci_high=1.01, threshold=0.03)]
+    report = compare.make_report(rows, FAST, baseline_path="b", current_path="c",
+                                 device_key="k", mode="device", allow_missing=False, looks=3)  # fmt: skip
+    assert report.settings["looks"] == 3
+    from perfgate.report import render_markdown
+
+    assert "gives p < 0.01 / 3 looks and" in render_markdown(report)
+
+
+# --- pooled baselines: their drift sets the threshold, and --min-effect reaches it --------------
+
+
+def _pooled(make_result, gpu_like, medians_factor, names=(LB,), n=60):
+    """A baseline pooled from three runs whose medians sit at ``medians_factor`` x 20 us."""
+    from perfgate import baseline as bl
+
+    runs = [
+        make_result({name: gpu_like(10 * r + i, n, factor=f) for i, name in enumerate(names)})
+        for r, f in enumerate(medians_factor)
+    ]
+    return bl.pool_runs(runs)
+
+
+def test_compare_against_a_pooled_baseline_uses_its_drift(
+    write_result, make_result, gpu_like, tmp_path
+):
+    # run medians 1.00, 1.02, 1.04: drift = 1.4826 x MAD 0.02 / 1.02 = 2.907%, threshold
+    # 3 x that = 8.72%, far above the 2.5% floor and the 3% single-run floor: a 6% slowdown is
+    # not a regression against it, though it is against one run of the same samples
+    from perfgate import baseline as bl
+
+    pooled = _pooled(make_result, gpu_like, (1.00, 1.02, 1.04))
+    medians = pooled["benchmarks"][0]["extra_info"]["perfgate_runs"]["medians"]
+    expected = (
+        3 * 1.4826 * sorted(abs(m - sorted(medians)[1]) for m in medians)[1] / sorted(medians)[1]
+    )
+    assert 0.07 < expected < 0.10
+    base = write_result("b.json", pooled)
+    cur = write_result("c.json", {LB: gpu_like(99, 60, factor=1.02 * 1.06)})
+    code, _ = run(base, cur, json_out=tmp_path / "o.json")
+    (row,) = json.loads((tmp_path / "o.json").read_text())["benchmarks"]
+    assert row["threshold"] == pytest.approx(expected, rel=1e-12)
+    assert (code, row["verdict"]) == (0, "unchanged")
+    single = dict(pooled, benchmarks=[dict(pooled["benchmarks"][0], extra_info={})])
+    bl.write_atomic(tmp_path / "single.json", single)
+    run(tmp_path / "single.json", cur, json_out=tmp_path / "s.json")
+    (row,) = json.loads((tmp_path / "s.json").read_text())["benchmarks"]
+    assert row["verdict"] == "regression" and row["threshold"] < 0.05
+
+
+def test_min_effect_on_the_command_line_reaches_a_pooled_baseline(
+    write_result, make_result, gpu_like, tmp_path, capsys
+):
+    # the README's override, --min-effect 0.05, against a committed (pooled, quiet) baseline: a
+    # 4% slowdown passes with it and fails without it
+    base = write_result("b.json", _pooled(make_result, gpu_like, (1.0, 1.001, 0.999)))
+    cur = write_result("c.json", {LB: gpu_like(99, 60, factor=1.04)})
+    argv = [
+        "compare",
+        str(base),
+        str(cur),
+        "--resamples",
+        "500",
+        "--json",
+        str(tmp_path / "o.json"),
+    ]
+    assert cli(argv) == 1
+    (row,) = json.loads((tmp_path / "o.json").read_text())["benchmarks"]
+    assert (row["verdict"], row["threshold"]) == ("regression", 0.025)
+    assert cli([*argv, "--min-effect", "0.05"]) == 0
+    (row,) = json.loads((tmp_path / "o.json").read_text())["benchmarks"]
+    assert row["threshold"] == 0.05 and row["verdict"] != "regression"
+    summary = json.loads((tmp_path / "o.json").read_text())["summary"]["settings"]
+    assert summary["min_effect"] == summary["min_effect_drift"] == 0.05

@@ -99,9 +99,97 @@ def test_bad_levels_are_refused(text):
         experiments.parse_levels(text)
 
 
-def test_experiment_refuses_bad_runs(capsys):
-    assert main(["experiment", "--runs", "1"]) == 2
-    assert "--runs must be >= 2" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--runs", "1"], "argument --runs: must be an int in [2, 100], got 1"),
+        (["--runs", "1000"], "argument --runs: must be an int in [2, 100], got 1000"),
+        (["--trials", "0"], "argument --trials: must be an int in [1, 100], got 0"),
+        (["--budget-s", "0"], "argument --budget-s: must be a number in (0, 604800], got 0.0"),
+        (["--budget-s", "nan"], "argument --budget-s: must be a number in (0, 604800], got nan"),
+        (["--rounds-leaderboard", "7"], "unrecognized arguments: --rounds-leaderboard 7"),
+    ],
+)
+def test_experiment_refuses_bad_options_in_one_line(capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        main(["experiment", *argv])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1
+    assert err == f"perfgate experiment: error: {message} (see perfgate experiment --help)\n"
+
+
+def _reanalyse(path, out, *more):
+    return main(["experiment", "--reanalyse", str(path), "--out", str(out), "--inject",
+                 "0.03,0.1", "--rounds-device", "40", "--n-resamples", "300", *more])  # fmt: skip
+
+
+def _npz(path, arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "none.npz", "no such file"),
+        (lambda d: d, "is a directory, expected the samples.npz of an experiment run"),
+        (lambda d: (d / "x.npz").write_text("not a zip") and d / "x.npz", "not an .npz archive"),
+        (lambda d: _npz(d / "e.npz", {}), "holds no samples"),
+        (lambda d: _npz(d / "k.npz", {"foo": np.ones(3)}), "holds an array 'foo'; expected s<"),
+        (
+            lambda d: _npz(d / "one.npz", {"s0|x|t0|A|plain": np.ones(3), "s0|x|t0|B|plain": np.ones(3)}),
+            "holds 1 session; the stored-baseline mode needs >= 2",
+        ),
+        (
+            lambda d: _npz(d / "no-b.npz", {"s0|x|t0|A|plain": np.ones(3), "s1|x|t0|A|plain": np.ones(3)}),
+            "trial s0|x|t0 lacks its A|plain or B|plain stream",
+        ),
+        (
+            lambda d: _npz(d / "neg.npz", {"s0|x|t0|A|plain": -np.ones(3)}),
+            "holds samples that are not finite seconds > 0",
+        ),
+        (
+            lambda d: (np.save(d / "a.npy", np.ones(3)), d / "a.npy")[1],
+            "is a single .npy array",
+        ),
+    ],
+    ids=["missing", "directory", "not-a-zip", "no-arrays", "wrong-keys", "one-session",
+         "no-b-stream", "negative", "npy"],
+)  # fmt: skip
+def test_an_unusable_samples_file_is_one_line_exit_2(tmp_path, capsys, make, message):
+    src = tmp_path / "src"
+    src.mkdir()
+    path = make(src)
+    out = tmp_path / "out"
+    assert _reanalyse(path, out) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"perfgate experiment: error: --reanalyse {path}: ") and message in err
+    assert not (out / "summary.md").exists()  # and no report of 0/0
+
+
+def test_a_corrupt_meta_json_beside_the_samples_is_one_line_exit_2(tmp_path, capsys):
+    experiments.save_samples(tmp_path / "samples.npz", synthetic(trials=1))
+    (tmp_path / "meta.json").write_text("{not json")
+    assert _reanalyse(tmp_path / "samples.npz", tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"perfgate experiment: error: {tmp_path / 'meta.json'}: not a meta.json")
+    assert err.count("\n") == 1
+    (tmp_path / "meta.json").write_text("[1]")
+    assert _reanalyse(tmp_path / "samples.npz", tmp_path / "out") == 2
+    assert "expected a JSON object" in capsys.readouterr().err
+
+
+def test_an_out_that_names_a_file_is_one_line_exit_2(tmp_path, capsys):
+    experiments.save_samples(tmp_path / "samples.npz", synthetic(trials=1))
+    blocker = tmp_path / "taken"
+    blocker.write_text("mine")
+    assert _reanalyse(tmp_path / "samples.npz", blocker) == 2
+    assert capsys.readouterr().err == (
+        f"perfgate experiment: error: --out {blocker / 'summary.json'}: {blocker} is a file, "
+        "expected a directory\n"
+    )
+    assert blocker.read_text() == "mine"
 
 
 def test_a_session_end_to_end_with_fake_workers(monkeypatch, tmp_path):
@@ -134,9 +222,16 @@ def test_a_session_end_to_end_with_fake_workers(monkeypatch, tmp_path):
         interleave, "measure", lambda s, n, out: asked.append(n) or real_measure(s, n, out)
     )
     calibration = {}
+    from perfgate import stats
+
+    looks, real_compare = [], stats.compare_samples
+    monkeypatch.setattr(
+        stats, "compare_samples", lambda *a, **k: looks.append(k["looks"]) or real_compare(*a, **k)
+    )
     trials = experiments.run_session(
         0, selected, (0.03, 0.1), FAST, TOTALS, trials=2, calibration=calibration
     )
+    assert looks and set(looks) == {len(TOTALS)}  # each look of the session at alpha / looks
     # every case starts with the discarded warm-up rounds of every stream
     assert asked.count(experiments.WARMUP_ROUNDS) == 2
     assert calibration == {"s0|x": {}, "s0|y": {}}  # the fake B reports no calibration
@@ -189,3 +284,67 @@ def test_detection_is_reported_against_each_trials_measured_size():
                                                    "benchmarks": 2, "totals": TOTALS,
                                                    "command": "c"}})  # fmt: skip
     assert "| stored | 10% | 0/8 " in text and "| 16/16 (" in text  # 2% < the stored 2.5% floor
+
+
+def test_the_report_counts_what_ran_not_what_was_asked(monkeypatch, tmp_path, capsys):
+    # --runs 3 --trials 2, but the budget stops it after 2 sessions; the re-analysis, asked for
+    # no --trials (default 5) and other groups, says what the samples hold
+    from perfgate import bench, fingerprint, interleave
+
+    class Side:
+        def __init__(self, label, root, env=None):
+            self.label, self.rng = label, np.random.default_rng(abs(hash(label)) % 100)
+            self.reducer_backend = None
+
+        def ask(self, req):
+            if req["op"] == "prepare":
+                return {"ok": True, "cases": {}}
+            slow = 1.0 if req["variant"] == "plain" else 1 + float(req["variant"])
+            noise = 1 + 0.004 * self.rng.standard_normal(req["rounds"])
+            return {"ok": True, "samples": list(1e-5 * slow * noise)}
+
+        def close(self):
+            pass
+
+    clock = iter(range(0, 10_000, 100))  # every reading 100 s later: one session "takes" 100+ s
+    monkeypatch.setattr(experiments.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(interleave, "SideProcess", Side)
+    monkeypatch.setattr(bench, "gpu_available", lambda: True)
+    monkeypatch.setattr(
+        fingerprint,
+        "collect",
+        lambda: {"gpu_name": "G", "device_key": "k", "torch": "t", "triton": "r"},
+    )
+    out = tmp_path / "m"
+    argv = ["experiment", "--runs", "3", "--trials", "2", "--budget-s", "700", "--out", str(out),
+            "-k", "m16-n2112-k7168", "--groups", "leaderboard", "--inject", "0.1",
+            "--rounds-device", "20", "--n-resamples", "200", "--measure-only"]  # fmt: skip
+    assert main(argv) == 0
+    meta = json.loads((out / "meta.json").read_text())
+    assert (meta["sessions"], meta["trials"], meta["benchmarks"]) == (2, 2, 1)
+    assert _reanalyse(out / "samples.npz", tmp_path / "r", "--inject", "0.1") == 0
+    header = (tmp_path / "r" / "summary.md").read_text().splitlines()[2]
+    assert header.startswith("G (k), torch t, triton r; 2 sessions x 2 trials x 1 benchmarks;")
+    assert "stored baseline: 1 other sessions' runs pooled" in header
+
+
+def test_the_header_states_the_baseline_runs_used():
+    meta = {"device": "d", "sessions": 5, "trials": 1, "benchmarks": 1, "totals": TOTALS,
+            "command": "c", "baseline_runs": 2}  # fmt: skip
+    summary = experiments.summarise(synthetic(sessions=5, trials=1), FAST, TOTALS, (0.1,), meta, 2)
+    assert "stored baseline: 2 other sessions' runs pooled" in experiments.render(summary)
+
+
+def test_every_experiment_look_is_judged_at_alpha_over_looks(monkeypatch):
+    from perfgate import stats
+
+    seen = []
+    real = stats.compare_samples
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("looks"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(stats, "compare_samples", recording)
+    experiments.summarise(synthetic(trials=1), FAST, TOTALS, (0.03, 0.10), {"x": 1})
+    assert seen and set(seen) == {len(TOTALS)}

@@ -181,6 +181,35 @@ def test_cli_exit_codes(tmp_path, capsys, monkeypatch, clean):
     assert "perfgate host: error:" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--json", "/proc/x.json"], "--json /proc/x.json: cannot write in /proc"),
+        (
+            ["--json", "{d}/b.json", "--check", "{d}/b.json"],
+            "--json {d}/b.json is the input --check",
+        ),
+    ],
+)
+def test_an_output_that_cannot_be_written_is_refused_before_counting(
+    tmp_path, capsys, monkeypatch, argv, message
+):
+    if not Path("/proc/self").is_dir():
+        pytest.skip("no /proc on this system")
+
+    def never():
+        raise AssertionError("counted before the output was checked")
+
+    monkeypatch.setattr(host, "collect", never)
+    (tmp_path / "b.json").write_text("{}")
+    argv = [a.format(d=tmp_path) for a in argv]
+    assert main(["host", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("perfgate host: error: ")
+    assert message.format(d=tmp_path) in err
+    assert (tmp_path / "b.json").read_text() == "{}"
+
+
 def test_the_committed_baseline_of_this_device_holds():
     """The CPU gate: this machine's counts against perf_baselines/<device-key>/host_counts.json.
     Launches, allocations, copies and syncs always; python_calls under the Python it was

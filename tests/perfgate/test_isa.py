@@ -226,24 +226,33 @@ def test_identical_reports_pass(gfx950_report):
     assert comparison.rows == [] and comparison.warnings == []
 
 
+def _shipped_isa() -> dict:
+    """[tool.perfgate.isa] read straight from pyproject.toml: the gate's numbers, not its code."""
+    from perfgate.settings import tomllib  # tomli on Python 3.10
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["perfgate"]["isa"]
+
+
 @pytest.mark.parametrize(
-    ("claim", "regression"),
+    ("baseline_vgpr", "current_vgpr", "regression"),
     [
-        ("at-tolerance", False),  # max(4, 5%) fewer: still within the tolerance
-        ("beyond-tolerance", True),  # one more VGPR than the tolerance
-        ("far", True),
+        (40, 44, False),  # +4: the absolute allowance (5% of 40 is only 2)
+        (40, 45, True),  # one more than that
+        (200, 210, False),  # +10: 5% of 200, above the absolute 4
+        (200, 211, True),
+        (100, 140, True),
     ],
 )
-def test_baseline_claiming_fewer_vgprs_fails(gfx950_report, claim, regression):
-    baseline = copy.deepcopy(gfx950_report)
-    vgpr = baseline["entries"][DOT]["vgpr"]  # 88 with triton 3.9; other compilers differ
-    tolerance = int(gate.vgpr_tolerance(vgpr))
-    baseline["entries"][DOT]["vgpr"] -= {
-        "at-tolerance": tolerance,
-        "beyond-tolerance": tolerance + 1,
-        "far": 40,
-    }[claim]
-    rows = gate.compare(baseline, gfx950_report).rows
+def test_vgpr_growth_is_gated_at_the_larger_of_abs_and_rel(
+    gfx950_report, baseline_vgpr, current_vgpr, regression
+):
+    from perfgate.settings import IsaTolerances
+
+    baseline, current = copy.deepcopy(gfx950_report), copy.deepcopy(gfx950_report)
+    baseline["entries"][DOT]["vgpr"] = baseline_vgpr
+    current["entries"][DOT]["vgpr"] = current_vgpr
+    tolerances = IsaTolerances(vgpr_tolerance_abs=4, vgpr_tolerance_rel=0.05)
+    rows = gate.compare(baseline, current, tolerances=tolerances).rows
     assert [r.metric for r in rows] == ["vgpr"]
     assert (rows[0].verdict == gate.REGRESSION) is regression
 
@@ -257,10 +266,19 @@ def test_baseline_claiming_more_vgprs_is_an_improvement(gfx950_report):
 def test_vgpr_tolerance_comes_from_the_settings(gfx950_report):
     from perfgate.settings import IsaTolerances, defaults
 
-    shipped = defaults().isa
-    assert gate.vgpr_tolerance(300) == max(
-        shipped.vgpr_tolerance_abs, shipped.vgpr_tolerance_rel * 300
-    )
+    shipped = _shipped_isa()
+    assert defaults().isa.vgpr_tolerance_abs == shipped["vgpr_tolerance_abs"]
+    # without tolerances, compare gates with the table's: growth of exactly the absolute
+    # allowance on a small entry passes, one more fails
+    small = shipped["vgpr_tolerance_abs"] * 2  # where the relative part is below the absolute
+    assert shipped["vgpr_tolerance_rel"] * small < shipped["vgpr_tolerance_abs"]
+    for grew, fails in (
+        (shipped["vgpr_tolerance_abs"], False),
+        (shipped["vgpr_tolerance_abs"] + 1, True),
+    ):
+        base, cur = copy.deepcopy(gfx950_report), copy.deepcopy(gfx950_report)
+        base["entries"][DOT]["vgpr"], cur["entries"][DOT]["vgpr"] = small, small + grew
+        assert bool(gate.compare(base, cur).regressions) is fails, grew
     baseline = copy.deepcopy(gfx950_report)
     baseline["entries"][DOT]["vgpr"] -= 1  # one VGPR of growth: within the shipped tolerance
     assert gate.compare(baseline, gfx950_report).regressions == []
@@ -697,9 +715,7 @@ def test_gate_catches_an_injected_per_element_operation(tmp_path):
 def test_valu_per_wave_is_gated_with_the_settings_tolerance(
     gfx950_report, baseline_valu, current_valu, verdict
 ):
-    from perfgate.settings import defaults
-
-    assert defaults().isa.valu_tolerance_rel == 0.03  # [tool.perfgate.isa] of pyproject.toml
+    assert _shipped_isa()["valu_tolerance_rel"] == 0.03  # the table the rows above assume
     baseline, current = copy.deepcopy(gfx950_report), copy.deepcopy(gfx950_report)
     baseline["entries"][DOT]["valu_per_wave"] = baseline_valu
     current["entries"][DOT]["valu_per_wave"] = current_valu

@@ -72,7 +72,12 @@ def test_settings_keep_explicit_values():
             ("device", 9, 5),
             "--perfgate-rounds must be >= 10 (min_samples), got 9: rerun with at least 10 rounds",
         ),
-        (("device", None, -1), "--perfgate-warmup must be >= 0, got -1"),
+        (("device", None, -1), "--perfgate-warmup must be in [0, 1000], got -1"),
+        (("device", None, 1001), "--perfgate-warmup must be in [0, 1000], got 1001"),
+        (
+            ("device", 100_001, 5),
+            "--perfgate-rounds must be <= 100000 (the most any look measures), got 100001",
+        ),
         (("wall", None, 5), "mode must be one of device, leaderboard, host, got 'wall'"),
     ],
 )

@@ -32,10 +32,25 @@ def edited(old: str, new: str | None) -> str:
 # --- the shipped table ------------------------------------------------------------------------
 
 
+def _shipped_values() -> dict:
+    """The table read straight from pyproject.toml, flattened by hand: an independent reading."""
+    table = settings.tomllib.loads(SHIPPED)["tool"]["perfgate"]
+    flat = {}
+    for name, value in table.items():
+        if isinstance(value, dict):
+            flat.update({f"{name}.{sub}": v for sub, v in value.items()})
+        else:
+            flat[name] = value
+    return flat
+
+
 def test_shipped_table_is_complete_and_is_what_settings_default_to():
     gate = settings.load()
-    assert set(gate.values()) == set(settings.KEYS_BY_NAME)
-    assert Settings() == gate.stats == settings.defaults().stats
+    shipped = _shipped_values()
+    assert set(gate.values()) == set(settings.KEYS_BY_NAME) == set(shipped)
+    assert gate.values() == shipped  # every value as pyproject.toml writes it
+    for name in ("alpha", "min_effect", "min_samples", "n_resamples", "seed", "looks"):
+        assert getattr(Settings(), name) == shipped[name], name  # Settings() defaults to it
     assert gate.source == str(ROOT / "pyproject.toml")
 
 
@@ -76,17 +91,17 @@ def test_float_keys_accept_integers_and_stay_floats(tmp_path):
         ("min_samples = 10", "min_samples = 10.0", "[tool.perfgate] min_samples must be an int, got float"),
         ("min_samples = 10", "min_samples = true", "min_samples must be an int, got bool"),
         ("alpha = 0.01", 'alpha = "0.01"', "[tool.perfgate] alpha must be a number, got str"),
-        ("alpha = 0.01", "alpha = 0.5", "[tool.perfgate] alpha must be in (0, 0.5), got 0.5"),
+        ("alpha = 0.01", "alpha = 0.5", "[tool.perfgate] alpha must be a number in (0, 0.5), got 0.5"),
         ("min_effect = 0.03", "min_effect = 3", "min_effect must be a fraction in [0, 1)"),
-        ("noise_factor = 2.0", "noise_factor = inf", "noise_factor must be finite and >= 0, got inf"),
-        ("n_resamples = 5000", "n_resamples = 99", "n_resamples must be >= 100, got 99"),
-        ("seed = 0", "seed = -1", "seed must be >= 0, got -1"),
-        ("device = 200", "device = 1", "[tool.perfgate] rounds.device must be >= 2, got 1"),
-        ("vgpr_tolerance_abs = 4", "vgpr_tolerance_abs = -4", "isa.vgpr_tolerance_abs must be >= 0"),
+        ("noise_factor = 2.0", "noise_factor = inf", "noise_factor must be a number in [0, 10], got inf"),
+        ("n_resamples = 5000", "n_resamples = 99", "n_resamples must be an int in [100, 100000], got 99"),
+        ("seed = 0", "seed = -1", "seed must be an int in [0, 4294967295], got -1"),
+        ("device = 200", "device = 1", "[tool.perfgate] rounds.device must be an int in [2, 10000], got 1"),
+        ("vgpr_tolerance_abs = 4", "vgpr_tolerance_abs = -4", "isa.vgpr_tolerance_abs must be an int in [0, 512]"),
         ("vgpr_tolerance_rel = 0.05", "vgpr_tolerance_rel = 5", "isa.vgpr_tolerance_rel must be a fraction"),
         ("seed = 0", "seed = 0\nmin_efect = 0.03", "unknown key min_efect; known: alpha, "),
         ("device = 200", "device = 200\nsmoke = 3", "unknown key rounds.smoke"),
-        ("seed = 0", None, "[tool.perfgate] lacks seed (int, >= 0)"),
+        ("seed = 0", None, "[tool.perfgate] lacks seed (an int in [0, 4294967295])"),
         ("leaderboard = 400", None, "lacks rounds.leaderboard"),
         # processes: a run of 0 processes measures nothing; above 16, a run would take minutes
         ("leaderboard = 4  #", "leaderboard = 0  #", "processes.leaderboard must be an int in [1, 16], got 0"),
@@ -119,7 +134,7 @@ def test_no_pyproject_is_an_error_not_a_fallback(tmp_path):
 
 
 def test_python_api_messages_name_the_field():
-    with pytest.raises(ValueError, match=r"^min_samples must be >= 3, got 2$"):
+    with pytest.raises(ValueError, match=r"^min_samples must be an int in \[3, 10000\], got 2$"):
         Settings(min_samples=2)
     with pytest.raises(ValueError, match=r"^vgpr_tolerance_rel must be a fraction"):
         settings.IsaTolerances(vgpr_tolerance_abs=4, vgpr_tolerance_rel=1.5)
@@ -139,7 +154,18 @@ def test_overrides_replace_single_keys_and_are_named_in_the_source():
     ("overrides", "message"),
     [
         ({"min_effect": 5.0}, "--min-effect: min_effect must be a fraction in [0, 1)"),
-        ({"rounds.leaderboard": 0}, "--rounds-leaderboard: rounds.leaderboard must be >= 2"),
+        (
+            {"rounds.leaderboard": 0},
+            "--rounds-leaderboard: rounds.leaderboard must be an int in [2,",
+        ),
+        (
+            {"n_resamples": 100_000_000},
+            "--n-resamples: n_resamples must be an int in [100, 100000]",
+        ),
+        ({"rounds.device": 10**12}, "--rounds-device: rounds.device must be an int in [2, 10000]"),
+        ({"seed": 2**32}, "--seed: seed must be an int in [0, 4294967295], got 4294967296"),
+        ({"noise_factor": 1e308}, "--noise-factor: noise_factor must be a number in [0, 10]"),
+        ({"alpha": float("nan")}, "--alpha: alpha must be a number in (0, 0.5), got nan"),
         ({"min_efect": 0.1}, "unknown setting 'min_efect'; known: alpha"),
     ],
 )
@@ -150,20 +176,33 @@ def test_bad_override_names_the_option(overrides, message):
 
 
 def test_every_command_takes_its_keys_as_options():
+    # each command takes the keys it uses, and only those: compare judges with one look against
+    # a stored baseline (no looks, no A/B threshold), ab with ab_min_effect alone (no noise or
+    # drift terms) on device-mode rounds
     parser = build_parser()
     stats = [k.flag for k in settings.KEYS if k.group == settings.STATS]
     rounds = [k.flag for k in settings.KEYS if k.group in (settings.ROUNDS, settings.PROCESSES)]
     isa = [k.flag for k in settings.KEYS if k.group == settings.ISA]
+
+    def without(*flags):
+        assert set(flags) <= set(stats)
+        return [f for f in stats if f not in flags]
+
     commands = {
         "compare": ["b.json", "c.json"],
         "bench": [],
         "update-baselines": [],
+        "ab": ["--base", "HEAD"],
+        "experiment": [],
         "isa": ["--target", "gfx950"],
     }
+    no_threshold_terms = ("--min-effect", "--noise-factor", "--min-effect-drift", "--drift-factor")
     wanted = {
-        "compare": stats,
-        "bench": stats + rounds,
-        "update-baselines": stats + rounds,
+        "compare": without("--looks", "--ab-min-effect"),
+        "bench": without("--ab-min-effect") + rounds,
+        "update-baselines": without("--looks", "--ab-min-effect") + rounds,
+        "ab": [*without(*no_threshold_terms), "--rounds-device"],
+        "experiment": [*stats, "--rounds-device"],
         "isa": isa,
     }
     for command, positional in commands.items():
@@ -219,7 +258,7 @@ def test_bench_and_update_refuse_a_bad_override_before_anything_runs(monkeypatch
         assert args.func(args) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1
-        assert f"perfgate {argv[0]}: error: --alpha: alpha must be in (0, 0.5)" in err
+        assert f"perfgate {argv[0]}: error: --alpha: alpha must be a number in (0, 0.5)" in err
 
 
 def test_bench_passes_a_rounds_override_to_its_suite_only():
@@ -234,3 +273,175 @@ def test_pyproject_is_read_with_the_standard_parser():
     # tomllib (tomli on 3.10) reads the same table: no hand-rolled TOML.
     table = settings.tomllib.loads(SHIPPED)["tool"]["perfgate"]
     assert table["rounds"]["device"] == settings.defaults().rounds["device"]
+
+
+# --- ranges: every numeric setting has one, in its error and its help -------------------------
+
+# Written out here, not read from perfgate.settings: the ranges a user may ask for.
+RANGES = {
+    "alpha": "a number in (0, 0.5)",
+    "min_effect": "a fraction in [0, 1), e.g. 0.03 for 3%",
+    "noise_factor": "a number in [0, 10]",
+    "min_samples": "an int in [3, 10000]",
+    "n_resamples": "an int in [100, 100000]",
+    "seed": "an int in [0, 4294967295]",
+    "min_effect_drift": "a fraction in [0, 1), e.g. 0.025 for 2.5%",
+    "drift_factor": "a number in [0, 10]",
+    "ab_min_effect": "a fraction in [0, 1), e.g. 0.015 for 1.5%",
+    "looks": "an int in [1, 8]",
+    "inconclusive_exit": "an int in [0, 1]",
+    "bootstrap_max_samples": "an int in [100, 20000]",
+    "baseline_runs": "an int in [1, 20]",
+    **{f"rounds.{m}": "an int in [2, 10000]" for m in ("device", "leaderboard", "host")},
+    **{f"processes.{m}": "an int in [1, 16]" for m in ("device", "leaderboard", "host")},
+    "isa.vgpr_tolerance_abs": "an int in [0, 512]",
+    "isa.vgpr_tolerance_rel": "a fraction in [0, 1)",
+    "isa.valu_tolerance_rel": "a fraction in [0, 1)",
+}
+
+
+def _edges(text: str):
+    """(accepted, refused) values at the ends of a range written as above."""
+    match = re.search(r"([\[(])([-\d.]+), ([-\d.]+)([\])])", text)
+    left, lo, hi, right = match.groups()
+    whole = text.startswith("an int")
+    lo, hi = (int(lo), int(hi)) if whole else (float(lo), float(hi))
+    step = 1 if whole else 1e-9
+    accepted = ([] if left == "(" else [lo]) + ([] if right == ")" else [hi])
+    refused = (
+        [lo - step, hi + step] + ([lo] if left == "(" else []) + ([hi] if right == ")" else [])
+    )
+    return accepted, refused
+
+
+@pytest.mark.parametrize("name", list(RANGES))
+def test_every_key_has_a_range_and_refuses_beyond_it(name):
+    k = settings.key(name)
+    assert k.expected == RANGES[name]
+    accepted, refused = _edges(RANGES[name])
+    for value in accepted:
+        assert k.check(value) == value
+    for value in refused:
+        with pytest.raises(ValueError) as info:
+            k.check(value, label=k.flag)
+        assert str(info.value) == f"{k.flag} must be {RANGES[name]}, got {value!r}"
+
+
+def test_a_value_beyond_every_float_is_refused_not_overflowed():
+    with pytest.raises(ValueError, match=r"noise_factor must be a number in \[0, 10\], got 1000"):
+        settings.key("noise_factor").check(10**400)
+
+
+@pytest.mark.parametrize(
+    ("command", "positional"),
+    [
+        ("compare", ["b", "c"]),
+        ("bench", []),
+        ("update-baselines", []),
+        ("ab", ["--base", "HEAD"]),
+        ("experiment", []),
+        ("isa", ["--target", "gfx950"]),
+    ],
+)
+def test_help_states_every_range(capsys, command, positional):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    args = build_parser().parse_args([command, *positional])
+    for name in args.perfgate_keys:
+        assert f"({RANGES[name]})" in text, (command, name)
+
+
+# --- checks between keys: only those the command uses, naming where each value came from -----
+
+
+def test_a_table_whose_keys_cannot_work_together_is_refused(tmp_path):
+    path = write(tmp_path, edited("device = 200", "device = 9"))
+    with pytest.raises(settings.SettingsError) as info:
+        settings.load(path)
+    assert str(info.value) == (
+        f"rounds.device (9, {path} [tool.perfgate]) must be >= min_samples (10, {path} "
+        "[tool.perfgate]): a run of fewer rounds can never be judged; ask for at least 10 "
+        "rounds (--rounds-device) or fewer samples (--min-samples)"
+    )
+
+
+def test_an_error_between_keys_blames_the_flag_that_was_given():
+    with pytest.raises(settings.SettingsError) as info:
+        settings.load(overrides={"min_samples": 201})
+    text = str(info.value)
+    assert "min_samples (201, --min-samples)" in text
+    assert f"rounds.device (200, {settings.PYPROJECT} [tool.perfgate])" in text
+    assert "\n" not in text
+
+
+def test_compare_is_not_refused_over_rounds_it_does_not_use(capsys):
+    args = build_parser().parse_args(["compare", "b", "c", "--min-samples", "201"])
+    assert settings.from_args(args).stats.min_samples == 201
+    args = build_parser().parse_args(["bench", "--min-samples", "201"])
+    with pytest.raises(settings.SettingsError, match=r"min_samples \(201, --min-samples\)"):
+        settings.from_args(args)
+
+
+def test_more_processes_than_rounds_is_refused_by_the_settings_check(monkeypatch, capsys):
+    from perfgate import bench
+
+    def no_gpu_check():
+        raise AssertionError("a bad setting must be refused before looking for a GPU")
+
+    monkeypatch.setattr(bench, "gpu_available", no_gpu_check)
+    argv = ["bench", "--mode", "leaderboard", "--processes-leaderboard", "16"]
+    args = build_parser().parse_args([*argv, "--rounds-leaderboard", "10"])
+    assert args.func(args) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "perfgate bench: error: processes.leaderboard (16, --processes-leaderboard) x "
+        f"min_samples (10, {settings.PYPROJECT} [tool.perfgate]) must be <= rounds.leaderboard "
+        "(10, --rounds-leaderboard): every process of a run measures at least min_samples "
+        "rounds; give fewer --processes-leaderboard or more --rounds-leaderboard\n"
+    )
+    # the edge: 16 processes of min_samples (10) rounds each, the pytest plugin's minimum run
+    args = build_parser().parse_args([*argv, "--rounds-leaderboard", "160"])
+    assert settings.from_args(args).processes["leaderboard"] == 16
+    args = build_parser().parse_args([*argv, "--rounds-leaderboard", "159"])
+    with pytest.raises(settings.SettingsError, match="x min_samples"):
+        settings.from_args(args)
+
+
+def test_the_last_adaptive_look_is_bounded():
+    # rounds x 2 ** (looks - 1) rounds a side at the last look: at most 100000
+    assert settings.load(overrides={"rounds.device": 10_000, "looks": 4}).rounds["device"] == 10_000
+    with pytest.raises(settings.SettingsError) as info:
+        settings.load(overrides={"rounds.device": 10_000, "looks": 5})
+    assert str(info.value).startswith(
+        "rounds.device (10000, --rounds-device) x 2 ** (looks (5, --looks) - 1) must be <= 100000"
+    )
+    compare = build_parser().parse_args(["compare", "b", "c", "--min-samples", "10"])
+    assert settings.from_args(compare)  # compare takes no looks and no rounds: nothing to bound
+
+
+def test_min_effect_given_as_a_flag_is_the_floor_against_pooled_baselines_too():
+    gate = settings.load(overrides={"min_effect": 0.05})
+    assert (gate.stats.min_effect, gate.stats.min_effect_drift) == (0.05, 0.05)
+    both = settings.load(overrides={"min_effect": 0.05, "min_effect_drift": 0.01})
+    assert (both.stats.min_effect, both.stats.min_effect_drift) == (0.05, 0.01)
+    table = _shipped_values()
+    assert settings.load().stats.min_effect_drift == table["min_effect_drift"]  # no flag, table's
+
+
+def test_docs_settings_table_states_each_range_and_the_commands_that_take_it():
+    doc = (ROOT / "docs" / "perfgate-compare.md").read_text()
+    rows = dict(re.findall(r"^\| `([a-z_.]+)` \| (.+) \|$", doc, flags=re.M))
+    parser = build_parser()
+    taking: dict[str, list[str]] = {}
+    for command, positional in [("compare", ["b", "c"]), ("bench", []), ("update-baselines", []),
+                                ("ab", ["--base", "HEAD"]), ("experiment", []),
+                                ("isa", ["--target", "gfx950"])]:  # fmt: skip
+        for name in parser.parse_args([command, *positional]).perfgate_keys:
+            taking.setdefault(name, []).append(command)
+    for name, expected in RANGES.items():
+        row = rows[name]
+        assert f" {expected[0].upper()}{expected[1:]}. |" in row, name
+        if name != "baseline_runs":  # update-baselines takes it as --runs
+            listed = row.rsplit(": ", 1)[1].split(", ")
+            assert listed == taking[name], name

@@ -243,17 +243,29 @@ def test_bad_samples(baseline, current, error, match):
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
-        ({"alpha": 0.0}, ValueError, r"alpha must be in \(0, 0.5\)"),
-        ({"alpha": 0.5}, ValueError, r"alpha must be in \(0, 0.5\)"),  # CI level would be 0
+        ({"alpha": 0.0}, ValueError, r"alpha must be a number in \(0, 0.5\)"),
+        (
+            {"alpha": 0.5},
+            ValueError,
+            r"alpha must be a number in \(0, 0.5\)",
+        ),  # CI level would be 0
         ({"alpha": float("nan")}, ValueError, r"alpha must be .* got nan"),
         ({"alpha": "0.01"}, TypeError, r"alpha must be a number"),
         ({"min_effect": -0.01}, ValueError, r"min_effect must be a fraction"),
         ({"min_effect": 3.0}, ValueError, r"min_effect must be a fraction"),  # 3 meant 3%?
-        ({"noise_factor": float("inf")}, ValueError, r"noise_factor must be finite"),
-        ({"noise_factor": -1.0}, ValueError, r"noise_factor must be finite and >= 0"),
-        ({"min_samples": 2}, ValueError, r"min_samples must be >= 3"),
+        (
+            {"noise_factor": float("inf")},
+            ValueError,
+            r"noise_factor must be a number in \[0, 10\], got inf",
+        ),
+        (
+            {"noise_factor": -1.0},
+            ValueError,
+            r"noise_factor must be a number in \[0, 10\], got -1.0",
+        ),
+        ({"min_samples": 2}, ValueError, r"min_samples must be an int in \[3, 10000\], got 2"),
         ({"min_samples": 10.0}, TypeError, r"min_samples must be an int"),
-        ({"n_resamples": 99}, ValueError, r"n_resamples must be >= 100"),
+        ({"n_resamples": 99}, ValueError, r"n_resamples must be an int in \[100, 100000\], got 99"),
         ({"seed": True}, TypeError, r"seed must be an int"),
     ],
 )
@@ -362,3 +374,22 @@ def test_more_looks_mean_a_stricter_level_per_look():
 def test_a_bad_drift_is_refused(drift):
     with pytest.raises(ValueError, match="drift must be a finite fraction >= 0"):
         compare_samples([1.0] * 10, [1.0] * 10, FAST, drift=drift)
+
+
+def test_each_look_tests_at_alpha_over_looks():
+    # five samples a side, every current one above every baseline one: the exact one-sided
+    # Mann-Whitney p is 1 / C(10, 5) = 1/252 = 0.00397, below alpha = 0.01 but above alpha / 3;
+    # the interval clears the 1.5% A/B threshold either way (min(cur) / max(base) = 1.047). So
+    # one look calls it a regression, and each of three looks must not.
+    import math
+
+    settings = Settings(n_resamples=500, min_samples=5, alpha=0.01)
+    base = [1.000, 1.001, 0.999, 1.002, 0.998]
+    cur = [1.05 * x for x in base]
+    one = compare_samples(base, cur, settings, ab=True, looks=1)
+    three = compare_samples(base, cur, settings, ab=True, looks=3)
+    assert one.p_value == pytest.approx(1 / math.comb(10, 5), rel=1e-9)
+    assert 0.01 / 3 < one.p_value < 0.01
+    assert one.ci_low > 1.015 and three.ci_low > 1.015
+    assert one.verdict == REGRESSION
+    assert three.verdict == "inconclusive" and "without a significant rank test" in three.reason

@@ -1,0 +1,213 @@
+"""One rule for every command of ``python -m perfgate``, through a real subprocess: unusable input
+is exit 2 with one line on stderr naming the argument or file and what was expected (a traceback
+would be exit 1, which CI reads as a regression); and help written for the user."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from perfgate import modes
+from perfgate.__main__ import build_parser, main, plain_text, unexpected
+
+ROOT = Path(__file__).resolve().parents[2]
+PROC = Path("/proc/self").is_dir()
+
+
+def perfgate(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "PERFGATE_TRACEBACK"}
+    env["PYTHONPATH"] = str(ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "perfgate", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, Path]:
+    """Inputs for the cases below: a good result file, broken ones, samples files."""
+    from tests.perfgate.conftest import gpu_like, make_result
+
+    d = tmp_path_factory.mktemp("cli")
+    good = make_result({"t::a": gpu_like(1), "t::b": gpu_like(2)})
+    paths = {"good": d / "good.json", "taken": d / "taken", "empty": d / "empty.npz"}
+    paths["good"].write_text(json.dumps(good))
+    listed = json.loads(json.dumps(good))
+    listed["benchmarks"][0]["extra_info"] = [1, 2]
+    paths["listed"] = d / "listed.json"
+    paths["listed"].write_text(json.dumps(listed))
+    paths["nested"] = d / "nested.json"
+    paths["nested"].write_text("[" * 100_000 + "]" * 100_000)
+    paths["taken"].write_text("a file, not a directory")
+    np.savez(paths["empty"])
+    (d / "pb" / "k").mkdir(parents=True)
+    paths["pb"] = d / "pb"
+    return paths
+
+
+# (argv with {placeholders}, what the one line must contain)
+CASES = {
+    "compare-missing": (["compare", "{d}/none.json", "{good}"], "{d}/none.json: no such file"),
+    "compare-extra_info-list": (["compare", "{good}", "{listed}"], "extra_info is a JSON array"),
+    "compare-nested": (["compare", "{nested}", "{good}"], "nested too deeply"),
+    "compare-over-baseline": (
+        ["compare", "{good}", "{listed}", "--json", "{good}"],
+        "--json {good} is the input BASELINE.json {good}",
+    ),
+    "compare-proc": (["compare", "{good}", "{good}", "--json", "/proc/x.json"], "/proc"),
+    "compare-resamples": (["compare", "{good}", "{good}", "--n-resamples", "100000000"], "[100, 100000]"),
+    "compare-unknown-flag": (["compare", "{good}", "{good}", "--looks", "3"], "unrecognized arguments: --looks 3"),
+    "compare-not-a-number": (["compare", "{good}", "{good}", "--alpha", "x"], "--alpha: invalid float value: 'x'"),
+    "bench-processes": (
+        ["bench", "--mode", "leaderboard", "--processes-leaderboard", "16", "--rounds-leaderboard", "10"],
+        "processes.leaderboard (16, --processes-leaderboard) x min_samples",
+    ),
+    "bench-rounds": (["bench", "--rounds-device", "1000000000000"], "rounds.device must be an int in [2, 10000]"),
+    "bench-results-in-baselines": (
+        ["bench", "--results-dir", "{pb}/k", "--baselines-dir", "{pb}"],
+        "--results-dir {pb}/k is inside --baselines-dir {pb}",
+    ),
+    "bench-tag": (["bench", "--tag", "../x"], "--tag must be letters, digits"),
+    "update-runs": (["update-baselines", "--runs", "0"], "argument --runs: must be an int in [1, 20]"),
+    "update-isa-unwritable": (["update-baselines", "--isa", "--baselines-dir", "{taken}"], "is a file, expected a directory"),
+    "ab-unknown-rev": (["ab", "--base", "no-such-revision-xyz"], "names no commit"),
+    "ab-ignored-option": (["ab", "--base", "HEAD", "--min-effect", "0.05"], "unrecognized arguments: --min-effect"),
+    "ab-over-settings": (["ab", "--base", "HEAD", "--json", "pyproject.toml"], "is the input the settings file"),
+    "experiment-missing": (["experiment", "--reanalyse", "{d}/none.npz"], "--reanalyse {d}/none.npz: no such file"),
+    "experiment-no-arrays": (["experiment", "--reanalyse", "{empty}", "--out", "{d}/out"], "holds no samples"),
+    "experiment-not-npz": (["experiment", "--reanalyse", "{good}", "--out", "{d}/out"], "not an .npz archive"),
+    "experiment-out-file": (["experiment", "--reanalyse", "{empty}", "--out", "{taken}"], "{taken} is a file, expected a directory"),
+    "experiment-runs": (["experiment", "--runs", "1"], "argument --runs: must be an int in [2, 100], got 1"),
+    "host-proc": (["host", "--json", "/proc/x.json"], "--json /proc/x.json: cannot write in /proc"),
+    "host-over-check": (["host", "--json", "{good}", "--check", "{good}"], "--json {good} is the input --check {good}"),
+    "isa-proc": (["isa", "--target", "gfx950", "--json", "/proc/x.json"], "--json /proc/x.json: cannot write in /proc"),
+    "isa-over-check": (["isa", "--target", "gfx950", "--json", "{good}", "--check", "{good}"], "is the input --check"),
+    "isa-jobs": (["isa", "--target", "gfx950", "--jobs", "0"], "argument --jobs: must be an int in [1, 256], got 0"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_every_command_answers_bad_input_with_one_line_and_exit_2(files, case):
+    argv, expected = CASES[case]
+    if not PROC and any("/proc" in a for a in argv):
+        pytest.skip("no /proc on this system")
+    fill = {**{k: str(v) for k, v in files.items()}, "d": str(files["good"].parent)}
+    argv = [a.format(**fill) for a in argv]
+    before = {p: p.read_bytes() for p in files.values() if p.is_file()}
+    done = perfgate(*argv)
+    assert done.returncode == 2, (done.returncode, done.stdout[-2000:], done.stderr[-2000:])
+    assert done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"perfgate {argv[0]}: error: "), done.stderr
+    assert expected.format(**fill) in done.stderr, done.stderr
+    assert {p: p.read_bytes() for p in before} == before  # no input was touched
+
+
+def test_an_error_nothing_foresaw_is_one_line_exit_2_not_a_traceback(monkeypatch, capsys):
+    from perfgate import compare
+
+    def broken(args):
+        raise AttributeError("'list' object has no attribute 'get'")
+
+    parser_run = compare._run
+    monkeypatch.setattr(compare, "_run", broken)
+    try:
+        assert main(["compare", "b.json", "c.json"]) == 2
+    finally:
+        monkeypatch.setattr(compare, "_run", parser_run)
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(
+        "perfgate compare: error: AttributeError: 'list' object has no attribute 'get' "
+    )
+    assert "PERFGATE_TRACEBACK=1" in err
+    monkeypatch.setenv("PERFGATE_TRACEBACK", "1")  # the detail is opt-in; the exit code is not
+    try:
+        raise ValueError("boom")
+    except ValueError as exc:
+        assert unexpected("perfgate x", exc) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perfgate x: error: ValueError: boom ") and "Traceback" in err
+
+
+def test_an_interrupted_command_is_not_a_regression(monkeypatch, capsys):
+    from perfgate import compare
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compare, "_run", interrupted)
+    assert main(["compare", "b.json", "c.json"]) == 130
+    assert capsys.readouterr().err == "perfgate compare: interrupted\n"
+
+
+# --- help written for the user ------------------------------------------------------------------
+
+
+def _help(*argv: str) -> None:
+    with pytest.raises(SystemExit) as info:
+        build_parser().parse_args([*argv, "--help"])
+    assert info.value.code == 0
+
+
+def _commands() -> dict[str, argparse.ArgumentParser]:
+    return build_parser().commands
+
+
+def test_the_top_line_of_help_says_what_perfgate_is(capsys):
+    _help()
+    lines = capsys.readouterr().out.splitlines()
+    top = lines[lines.index("") + 1]
+    assert top.startswith("perfgate: ") and "regression gates" in top
+    assert "module" not in top
+
+
+_MARKUP = re.compile(r"``|`|:(mod|func|class|data|meth|attr):|\*\*")
+
+
+@pytest.mark.parametrize("command", list(_commands()))
+def test_help_holds_no_markup(capsys, command):
+    _help(command)
+    text = capsys.readouterr().out
+    assert not _MARKUP.search(text), _MARKUP.search(text).group(0)
+
+
+def test_the_command_list_holds_no_markup(capsys):
+    _help()
+    assert not _MARKUP.search(capsys.readouterr().out)
+
+
+def test_plain_text_removes_each_kind_of_markup():
+    assert plain_text(":mod:`perfgate.sampler` and ``x = 1`` and **bold** and `y`") == (
+        "perfgate.sampler and x = 1 and bold and y"
+    )
+
+
+@pytest.mark.parametrize("command", list(_commands()))
+def test_every_option_has_help(command):
+    parser = _commands()[command]
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        assert action.help and action.help.strip(), (command, action.option_strings or action.dest)
+
+
+@pytest.mark.parametrize("command", ["bench", "update-baselines"])
+def test_mode_help_lists_every_mode(capsys, command):
+    _help(command)
+    text = " ".join(capsys.readouterr().out.split())
+    mode_help = text[text.index("--mode {") :]
+    for mode in modes.MODES:
+        assert f"{mode.name}: {mode.description}" in mode_help
+    assert "host" in modes.MODE_NAMES
