@@ -4,8 +4,9 @@ class of the MXFP4 rule, and a classifier that says which classes a block holds.
 Uniform 16-bit patterns (or ``st.floats``) almost never put a rounding tie in a block, rarely a
 ``-0``, and put a NaN into most blocks, where the GEMM's codes are not compared. Here a block is
 built around its maximum, which fixes the scale, so its other elements can be placed on that
-scale's ties (both signs), next to them, on the grid, at the zeros and the subnormals; one
-block in eight holds a NaN and one in eight an infinity (:data:`CLASS_SHARE` bounds the shares).
+scale's ties (both signs), next to them, on the grid, at the zeros and the subnormals; about
+one block in eight holds a NaN, one in eight an infinity, one in sixteen both
+(:data:`CLASS_SHARE` bounds the shares).
 
 :func:`block_classes` decides the classes from the rule itself, in Python floats, independently
 of :mod:`kernels.mxfp4`; the tests assert that the strategy reaches each class often enough and
@@ -31,6 +32,7 @@ CLASS_SHARE = {
     "no-nan": 0.7,
     "nan": 0.05,
     "inf": 0.05,
+    "nan-and-inf": 0.02,
     "neg-zero": 0.2,
     "pos-tie": 0.3,
     "neg-tie": 0.3,
@@ -61,6 +63,8 @@ def block_classes(block: list[int]) -> set[str]:
     """The edge classes a block of 32 bf16 patterns holds (keys of :data:`CLASS_SHARE`)."""
     e = scale_exponent(block)
     found = {"nan" if any(is_nan(p) for p in block) else "no-nan"}
+    if "nan" in found and any(p & 0x7FFF == POS_INF for p in block):
+        found.add("nan-and-inf")
     for p in block:
         if is_nan(p):
             continue
@@ -141,8 +145,8 @@ def _element(rnd: random.Random, e: int, top: int) -> int:
     return _signed(p, rnd.random() < 0.5)
 
 
-# what a block holds besides finite values: nothing in six cases of eight
-_SPECIALS = ("none",) * 6 + ("inf", "nan")
+# what a block holds besides finite values: nothing in 13 cases of 16
+_SPECIALS = ("none",) * 13 + ("inf", "nan", "inf-nan")
 
 
 @st.composite
@@ -158,10 +162,13 @@ def quant_block(draw) -> list[int]:
     special = rnd.choice(_SPECIALS)
     top = POS_INF if special == "inf" else _top(rnd)
     e = scale_exponent([top])
-    # the other elements lie below the largest finite magnitude when the maximum is an inf
+    # the other elements: on the inf's scale (below the largest finite value), or, where a
+    # NaN joins the inf, on a finite scale that the inf overrides
     below = 0x7F7F if special == "inf" else top
+    if special == "inf-nan":
+        top = POS_INF
     block = [_signed(top, rnd.random() < 0.5)] + [_element(rnd, e, below) for _ in range(31)]
-    if special == "nan":
+    if special.endswith("nan"):
         block[rnd.randrange(32)] = _signed(rnd.randint(POS_INF + 1, 0x7FFF), rnd.random() < 0.5)
     shift = rnd.randrange(32)  # the maximum at any position
     return block[shift:] + block[:shift]

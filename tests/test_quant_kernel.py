@@ -145,6 +145,27 @@ def test_nan_blocks_at_every_scale(device, impl):
     _assert_same_as_oracle(x, impl, modes=(True,), tile=_enumeration_tile(device))
 
 
+@pytest.mark.parametrize("impl", PATHS)
+def test_nan_blocks_take_the_scale_of_everything_else(device, impl):
+    # The standalone mode's codes of a NaN block are against the block without its NaNs:
+    # infinities included (they set scale byte 253), NaNs of either sign, and a NaN that
+    # would have been the maximum.
+    base = [0x3C00 + 3 * j for j in range(32)]  # ~2**-7 .. 2**-6.4: byte 120 on their own
+    rows = []
+    for extra in (
+        {0: 0x7FC0, 1: 0x7F80},  # NaN and +inf: byte 253, the small values code 0
+        {7: 0xFFFF, 9: 0xFF80},  # -NaN and -inf
+        {3: 0x7F81, 4: 0x7F81, 5: 0x40C0},  # two NaNs and a 6: byte 127
+        {31: 0xFFC1},  # one NaN among the small values
+        {i: 0x7FC0 for i in range(32)},  # nothing but NaN: byte 0 for the codes, all 0
+    ):
+        row = list(base)
+        for i, p in extra.items():
+            row[i] = p
+        rows += row + base  # the second block: the same small values, no NaN
+    _assert_same_as_oracle(_bf16(rows, len(rows) // 64, 64, device), impl)
+
+
 def test_the_enumerations_cover_what_they_claim():
     # every pattern exactly 32 times, in whole blocks
     whole = _every_pattern_as_a_block().view(torch.int16).reshape(-1, 32)
@@ -212,7 +233,7 @@ def test_the_block_strategy_reaches_every_class():
         ([0x40C0, 0xBE80] + [0] * 30, {"no-nan", "neg-tie"}),  # 6 sets 2**0; -0.25 a tie
         ([0x40C0, 0x3F40, 0x8000] + [0] * 29, {"no-nan", "pos-tie", "neg-zero"}),  # 0.75
         ([0x0003] * 32, {"no-nan", "subnormal", "subnormal-max"}),
-        ([0x7F80, 0xFFC1] + [0] * 30, {"nan", "inf"}),
+        ([0x7F80, 0xFFC1] + [0] * 30, {"nan", "inf", "nan-and-inf"}),
         ([0x40DF] + [0] * 31, {"no-nan", "saturated"}),  # 6.97 against 2**0
         ([0x40C0, 0x3E81] + [0] * 30, {"no-nan"}),  # next to a tie is no tie
     ],
