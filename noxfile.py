@@ -46,7 +46,7 @@ ISA_TRITON_VERSION = "3.9.0"
 ISA_TRITON = f"triton=={ISA_TRITON_VERSION}"
 CPU_TRITON = ISA_TRITON
 # Every extra the torch sessions use between them: one env serves them all.
-SHARED_EXTRAS = ("test", "perf", "container", "isa")
+SHARED_EXTRAS = ("test", "perf", "container", "isa", "history")
 # The session's own venv only hosts nox's bookkeeping; without pip it is tiny and fast to make.
 EMPTY_VENV = ["--without-pip"]
 

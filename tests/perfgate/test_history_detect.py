@@ -14,6 +14,11 @@ from perfgate.history.store import Row
 from tools.changepoint_compare import series as gpu_like_series
 from tools.history_demo import fake_commit, write_history
 
+# the change-point search and the plots need the `history` extra; the GPU job's env has no use for it
+ruptures = pytest.importorskip(
+    "ruptures", reason="the `history` extra is not installed (pip install '.[history]')"
+)
+
 SETTINGS = config.load().steps
 
 

@@ -18,6 +18,14 @@ from perfgate.__main__ import main
 from perfgate.history import config, detect, plot, site, store
 from tools.history_demo import fake_commit, write_history
 
+# the change-point search and the plots need the `history` extra; the GPU job's env has no use for it
+ruptures = pytest.importorskip(
+    "ruptures", reason="the `history` extra is not installed (pip install '.[history]')"
+)
+matplotlib = pytest.importorskip(
+    "matplotlib", reason="the `history` extra is not installed (pip install '.[history]')"
+)
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
