@@ -38,7 +38,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="history_command", required=True, metavar="SUBCOMMAND")
+    sub = parser.add_subparsers(
+        dest="history_command",
+        required=True,
+        metavar="SUBCOMMAND",
+        help="what to do with the history",
+    )
 
     add = _sub(sub, "add", "keep the runs of results files (idempotent)")
     add.add_argument("results", nargs="+", type=Path, metavar="RESULTS.json")

@@ -33,7 +33,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="submission_command", required=True, metavar="SUBCOMMAND")
+    sub = parser.add_subparsers(
+        dest="submission_command",
+        required=True,
+        metavar="SUBCOMMAND",
+        help="export or test a submission file",
+    )
     export = sub.add_parser(
         "export",
         help="write kernels/ as one self-contained submission file",
