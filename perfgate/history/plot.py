@@ -14,11 +14,11 @@ import io
 import math
 import os
 import statistics
-import tempfile
 from collections.abc import Iterable, Sequence
 from itertools import pairwise
 from pathlib import Path
 
+from perfgate import atomic
 from perfgate.history.detect import Detection, series_of
 from perfgate.history.store import Row
 
@@ -235,24 +235,4 @@ def render(fig, fmt: str) -> bytes:
 
 def save(fig, path: str | os.PathLike[str]) -> None:
     """Write ``fig`` to ``path`` (PNG or SVG by its suffix), atomically."""
-    write_bytes_atomic(path, render(fig, format_for(path)))
-
-
-def write_bytes_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """perfgate.atomic's rules (temporary file beside the target, fsync, rename, 0644, removed on
-    any failure) for bytes: that module writes text only."""
-    from perfgate import atomic
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.chmod(tmp, atomic.MODE)
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_bytes(path, render(fig, format_for(path)))

@@ -101,15 +101,13 @@ def _build(stage: Path, rows: Sequence[Row], detection: Detection, store: str) -
         fig = plot.overview(panel, detection)
         for fmt in ("png", "svg"):
             rel = f"{slug_part(device)}/{slug_part(mode)}.{fmt}"
-            plot.write_bytes_atomic(stage / rel, plot.render(fig, fmt))
+            atomic.write_bytes(stage / rel, plot.render(fig, fmt))
         overviews.append((device, mode, f"{slug_part(device)}/{slug_part(mode)}"))
     series_links: dict[tuple[str, str, str], str] = {}
     for series in series_of(rows):
         first = series[0]
         rel = f"series/{slug(f'{first.device_key} {first.mode} {first.benchmark}')}.png"
-        plot.write_bytes_atomic(
-            stage / rel, plot.render(plot.series_figure(series, detection), "png")
-        )
+        atomic.write_bytes(stage / rel, plot.render(plot.series_figure(series, detection), "png"))
         series_links[(first.device_key, first.mode, first.benchmark)] = rel
     generated = datetime.now(timezone.utc).replace(microsecond=0).isoformat()
     atomic.write_text(
