@@ -90,11 +90,12 @@ def cases(groups: tuple[str, ...] = DEFAULT_GROUPS, keyword: str | None = None) 
 
 
 # -- revisions ----------------------------------------------------------------------------------
-def git(*args: str, cwd: Path = REPO) -> str:
+def git(*args: str, cwd: Path | None = None) -> str:
+    """``git args`` in ``cwd`` (default: this checkout, :data:`REPO`); AbError if it fails."""
     # safe.directory: inside the ROCm container the mounted checkout belongs to another user,
     # and git refuses such a repository otherwise
     cmd = ["git", "-c", "safe.directory=*", *args]
-    proc = spawn.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    proc = spawn.run(cmd, cwd=REPO if cwd is None else cwd, capture_output=True, text=True)
     if proc.returncode:
         raise AbError(f"git {' '.join(args)}: {' '.join(proc.stderr.split()) or 'failed'}")
     return proc.stdout.strip()
@@ -290,7 +291,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--base", required=True, metavar="REV", help="the revision to compare with")
-    parser.add_argument("--head", metavar="REV", help="default: this working tree")
+    parser.add_argument(
+        "--head",
+        metavar="REV",
+        help="the revision to gate (default: this working tree, uncommitted edits included)",
+    )
     parser.add_argument(
         "--groups",
         default=",".join(DEFAULT_GROUPS),

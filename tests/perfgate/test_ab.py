@@ -180,14 +180,14 @@ def test_revisions_and_worktrees(tmp_path):
     )
 
 
-@needs_git
-def test_ab_command_refusals(capsys, monkeypatch):
-    assert main(["ab", "--base", "no-such-revision-xyz"]) == 2
-    assert "names no commit" in capsys.readouterr().err
-    assert main(["ab", "--base", "HEAD", "--groups", "nope"]) == 2
+def test_ab_refuses_settings_it_cannot_use_in_one_line(capsys):
+    # before any git or GPU: a bad value, and a --min-effect it would ignore (ab judges with
+    # ab_min_effect alone)
     assert main(["ab", "--base", "HEAD", "--ab-min-effect", "5"]) == 2
-    # ab judges with ab_min_effect alone: a --min-effect it would ignore is refused, one line
-    capsys.readouterr()
+    assert capsys.readouterr().err == (
+        "perfgate ab: error: --ab-min-effect: ab_min_effect must be a fraction in [0, 1), e.g. "
+        "0.015 for 1.5%, got 5.0\n"
+    )
     with pytest.raises(SystemExit) as info:
         main(["ab", "--base", "HEAD", "--min-effect", "0.05"])
     assert info.value.code == 2
@@ -195,6 +195,13 @@ def test_ab_command_refusals(capsys, monkeypatch):
     assert err == (
         "perfgate ab: error: unrecognized arguments: --min-effect 0.05 (see perfgate ab --help)\n"
     )
+
+
+@needs_git
+def test_ab_command_refusals(capsys, monkeypatch):
+    assert main(["ab", "--base", "no-such-revision-xyz"]) == 2
+    assert "names no commit" in capsys.readouterr().err
+    assert main(["ab", "--base", "HEAD", "--groups", "nope"]) == 2
     from perfgate import bench
 
     monkeypatch.setattr(bench, "gpu_available", lambda: False)
@@ -311,8 +318,25 @@ def test_every_ab_look_is_judged_at_alpha_over_looks(monkeypatch):
     assert seen and set(seen) == {(3, True)}
 
 
-@needs_git
-def test_a_revision_compared_with_itself_passes(tmp_path, monkeypatch):
+@pytest.fixture
+def repo(tmp_path, monkeypatch):
+    """A git repository of its own with a kernels package, as ab's checkout: the worktree tests
+    then run wherever git does, a copied tree of this project included."""
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("needs git on PATH (ab checks revisions out as git worktrees)")
+    root = tmp_path / "checkout"
+    (root / "kernels").mkdir(parents=True)
+    (root / "kernels" / "__init__.py").write_text("")
+    env = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "."], [*env, "commit", "-q", "-m", "one"]):
+        subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+    monkeypatch.setattr(ab, "REPO", root)
+    return root
+
+
+def test_a_revision_compared_with_itself_passes(tmp_path, monkeypatch, repo):
     # --base HEAD --head HEAD: two worktrees of one revision, each with its own build and cache,
     # measured as two processes of the same code: no regression
     from argparse import Namespace
@@ -335,9 +359,9 @@ def test_a_revision_compared_with_itself_passes(tmp_path, monkeypatch):
     monkeypatch.setattr(fingerprint, "collect", lambda: {"device_key": "nvidia-h200"})
     gate = settings.load(overrides={"n_resamples": 500, "rounds.device": 20})
     args = Namespace(base="HEAD", head="HEAD", groups="leaderboard", keyword="m16-n2112-k7168",
-                     results_dir=tmp_path, json_out=None, markdown_out=None)  # fmt: skip
+                     results_dir=tmp_path / "results", json_out=None, markdown_out=None)  # fmt: skip
     assert ab.run(args, gate) == 0
-    report = json.loads((tmp_path / "ab.json").read_text())
+    report = json.loads((tmp_path / "results" / "ab.json").read_text())
     assert [b["verdict"] for b in report["benchmarks"]] == ["unchanged"]
     (base_root, base_env, base_tree), (head_root, head_env, head_tree) = roots.values()
     assert base_tree and head_tree and base_root != head_root  # two real checkouts
@@ -345,6 +369,8 @@ def test_a_revision_compared_with_itself_passes(tmp_path, monkeypatch):
     assert not base_root.exists() and not head_root.exists()  # both removed
     assert base_env["MXFP4_CACHE_DIR"] != head_env["MXFP4_CACHE_DIR"]
     assert [label for label, *_ in built] == ["base", "head"]
+    listed = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True)
+    assert len(listed.stdout.splitlines()) == 1  # git's list holds the checkout alone again
     head = ab.resolve("HEAD")
     assert report["summary"]["baseline"] == f"base HEAD ({head[:12]})"
     assert report["summary"]["current"] == f"head HEAD ({head[:12]})"
