@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,8 @@ from typing import Any, TextIO
 DEFAULT_IMAGE = "mxfp4-gemm-suite:rocm-gfx950"
 DEFAULT_CACHE_VOLUME = "mxfp4-gemm-suite-cache"
 DOCKERFILE = "docker/Dockerfile"
+# How long the log stream may run on after the container exited (the output still in flight)
+LOG_DRAIN_S = 10.0
 WORKSPACE = "/workspace"
 CACHE_DIR = "/cache"
 GPU_DEVICES = ("/dev/kfd", "/dev/dri")
@@ -218,10 +221,23 @@ def run_container(client: Any, spec: Mapping[str, Any], *, out: TextIO | None = 
     container = client.containers.create(**spec)
     try:
         container.start()
-        for chunk in container.logs(stream=True, follow=True):
-            out.write(chunk.decode("utf-8", errors="replace"))
-            out.flush()
-        return int(container.wait()["StatusCode"])
+        logs = container.logs(stream=True, follow=True)
+
+        def pump() -> None:
+            for chunk in logs:
+                out.write(chunk.decode("utf-8", errors="replace"))
+                out.flush()
+
+        pumping = threading.Thread(target=pump, daemon=True)
+        pumping.start()
+        status = int(container.wait()["StatusCode"])
+        # The engine ends the log stream when the container exits; Podman's Docker API at times
+        # does not (seen in CI: a follow stream open 15 minutes after its container exited), so
+        # the exit status, not the stream, ends the run.
+        pumping.join(timeout=LOG_DRAIN_S)
+        if pumping.is_alive():
+            logs.close()
+        return status
     finally:
         container.remove(force=True)  # also stops it after Ctrl-C
 

@@ -18,6 +18,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -290,6 +291,32 @@ def test_run_container_removes_a_container_that_failed_to_start(tmp_path: Path) 
     with pytest.raises(RuntimeError, match="device information"):
         container.run_container(_fake_client(fake, {}), spec, out=io.StringIO())
     assert fake.removed
+
+
+class _HangingLogs:
+    """A follow stream that the engine never ends (Podman at times), until it is closed."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def __iter__(self):
+        yield b"line 1\n"
+        self.closed.wait(30)
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+def test_run_container_ends_with_the_container_not_with_its_log_stream(tmp_path, monkeypatch):
+    monkeypatch.setattr(container, "LOG_DRAIN_S", 0.2)
+    fake, out, logs = _FakeContainer(fail_start=False), io.StringIO(), _HangingLogs()
+    fake.logs = lambda stream, follow: logs
+    spec = build_run_spec(image="i", repo=tmp_path, command=["nox"], environment={}, gpu=None)
+    started = time.monotonic()
+    assert container.run_container(_fake_client(fake, {}), spec, out=out) == 7
+    assert time.monotonic() - started < 10  # not the 30 s the stream would hang
+    assert logs.closed.is_set() and fake.removed
+    assert out.getvalue() == "line 1\n"
 
 
 # ---- the stand-in base ----------------------------------------------------------------------
