@@ -357,7 +357,7 @@ def container(session: nox.Session) -> None:
     isolation = ["--no-build-isolation"] if _in_place(session) else []
     _pip(session, "--no-deps", *isolation, "-e", ".")
     _pip(session, *_extra_requirements("container"))
-    session.run("python", "-m", "perfgate.container", *session.posargs)
+    session.run("python", "-m", "perfgate", "container", *session.posargs)
 
 
 @nox.session
@@ -368,4 +368,4 @@ def container_rehearsal(session: nox.Session) -> None:
     _pip(session, "--no-deps", *isolation, "-e", ".")
     _pip(session, *_extra_requirements("container"))
     rehearsal = ["--stand-in-base", "--allow-no-gpu", "test"]
-    session.run("python", "-m", "perfgate.container", *rehearsal, *session.posargs)
+    session.run("python", "-m", "perfgate", "container", *rehearsal, *session.posargs)

@@ -2,7 +2,7 @@
 
 Hopper has no FP4 tensor cores: Triton emulates ``dot_scaled`` through bf16 MMA, so these
 configs favour smaller tiles than gfx950's. Each entry is the fastest of a sweep on the lent H200
-timed with the gate's device-mode timer (``perfgate.timing.median_per_call``: graph replay over
+timed with the gate's device-mode timer (``perfgate.measure.launch.median_per_call``: graph replay over
 input copies larger than L2, a flush before every round), the sweep of ``tools/tune.py`` widened
 to three pipeline stages and 8-warp 64x256 tiles (docs/kernel-performance.md has the numbers and
 the runner-up configs), with the native split-K reducer built. Three stages win on every shape.

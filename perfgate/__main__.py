@@ -19,17 +19,20 @@ from collections.abc import Iterator
 # Command modules, in the order ``--help`` lists them. A module exposes ``register(subparsers)``,
 # which adds its parser and sets ``func(args) -> int`` (the exit code); it keeps heavy imports
 # (torch, triton) inside ``func`` so that ``--help`` stays instant.
-_COMMAND_MODULES = (
-    "perfgate.compare",
-    "perfgate.bench",
-    "perfgate.ab",
-    "perfgate.experiments",
-    "perfgate.host",
-    "perfgate.isa",
-    "perfgate.container",
-    "perfgate.commands.history",
-    "perfgate.commands.bisect",
-    "perfgate.commands.submission",
+_COMMAND_MODULES = tuple(
+    f"perfgate.commands.{name}"
+    for name in (
+        "compare",
+        "bench",
+        "ab",
+        "experiment",
+        "host",
+        "isa",
+        "container",
+        "history",
+        "bisect",
+        "submission",
+    )
 )
 # Signals that end a command the way Ctrl-C does: cleanup runs, children are stopped.
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)

@@ -1,22 +1,13 @@
-"""``python -m perfgate container [options] [--] SESSION [ARGS...]``: a nox session in the ROCm image.
-
-Builds ``docker/Dockerfile`` with the Docker SDK (any Docker-API engine: Docker, or Podman's
-``podman system service``), then runs ``nox --no-venv -s SESSION -- ARGS`` inside it with the AMD
-GPU passed through: ``/dev/kfd`` and ``/dev/dri``, the host's numeric ``video`` and ``render``
-group ids, ``seccomp=unconfined`` and the host IPC namespace (PyTorch's shared memory).
-
-The repository is bind-mounted read-write at ``/workspace``, so results (``.perfgate/results``,
-rewritten baselines) land in the checkout directly: nothing needs copying back. The image's
-entrypoint then hands files it created back to the calling user (``PERFGATE_HOST_UID/GID``).
-Caches (Triton, torch extensions, pip) live on a named volume mounted at ``/cache``.
+"""The ROCm container: image builds (Docker SDK, any Docker-API engine), the run spec, the local
+Debian stand-in base, and a run that ends with the container's exit status.
 
 ``build_run_spec`` is a pure function from facts to the keyword arguments of
-``client.containers.run``: the unit tests check it without an engine.
+``client.containers.run``: the unit tests check it without an engine. The command is
+``python -m perfgate container`` (:mod:`perfgate.commands.container`).
 """
 
 from __future__ import annotations
 
-import argparse
 import grp
 import hashlib
 import os
@@ -415,7 +406,7 @@ def build_standin(
     return tag
 
 
-def _repo_root() -> Path:
+def repo_root() -> Path:
     # perfgate/ sits at the repository root; the Dockerfile path is relative to it.
     return Path(__file__).resolve().parent.parent
 
@@ -456,7 +447,7 @@ def engine_unreachable(exc: BaseException) -> str:
     )
 
 
-def _client() -> Any:
+def connect_engine() -> Any:
     docker = docker_sdk()
     try:
         client = docker.from_env()
@@ -464,112 +455,3 @@ def _client() -> Any:
     except docker.errors.DockerException as exc:
         raise ContainerError(engine_unreachable(exc)) from exc
     return client
-
-
-def _run(args: argparse.Namespace) -> int:
-    try:
-        if args.stand_in_base and args.base_image:
-            raise ContainerError("--stand-in-base and --base-image each name the base: give one")
-        gpu = None if args.allow_no_gpu else host_gpu_access()
-        repo = _repo_root()
-        base_image = standin_tag(standin_files(repo)) if args.stand_in_base else args.base_image
-        image = image_tag(args.image, base_image)
-        command = ["perfgate-gpu-check"] if args.check_gpu else nox_command(args.session, args.args)
-        environment = container_environment(
-            os.environ,
-            host_uid=os.getuid(),
-            host_gid=os.getgid(),
-            skip_gpu_check=args.allow_no_gpu,
-        )
-        spec = build_run_spec(
-            image=image,
-            repo=repo,
-            command=command,
-            environment=environment,
-            gpu=gpu,
-            cache_volume=args.cache_volume
-            or (STANDIN_CACHE_VOLUME if args.stand_in_base else DEFAULT_CACHE_VOLUME),
-        )
-        client = _client()
-        if not args.no_build:
-            if args.stand_in_base:
-                base_image = build_standin(client, repo)
-            buildargs = {"BASE_IMAGE": base_image} if base_image else {}
-            build_image(client, repo, image, buildargs=buildargs)
-        print(f"perfgate container: {' '.join(command)} in {image}", flush=True)
-        return run_container(client, spec)
-    except (ContainerError, ValueError) as exc:
-        print(f"perfgate container: {exc}", file=sys.stderr)
-        return EXIT_SETUP
-    except Exception as exc:
-        # The engine refused the container (docker.errors.APIError and friends): one line, not
-        # a traceback, and the setup exit status so CI does not read it as a test failure.
-        if type(exc).__module__.startswith("docker."):
-            print(f"perfgate container: the engine refused: {exc}", file=sys.stderr)
-            return EXIT_SETUP
-        raise
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "container",
-        help="run a nox session inside the ROCm gfx950 image",
-        description=__doc__.splitlines()[0],
-    )
-    parser.add_argument(
-        "--image",
-        help=f"image tag to build and run (default {DEFAULT_IMAGE}; on another base, "
-        f"{DEFAULT_IMAGE.split(':')[0]}:on-<base>)",
-    )
-    parser.add_argument("--no-build", action="store_true", help="run the existing image as is")
-    parser.add_argument(
-        "--base-image",
-        help="build on another base image, e.g. another rocm/pytorch ROCm/torch pair",
-    )
-    parser.add_argument(
-        "--stand-in-base",
-        action="store_true",
-        help="build on a local Debian stand-in for the ROCm base (CPU torch and triton, made "
-        "from Debian packages and PyPI, reused while docker/standin/ is unchanged): rehearses "
-        "every layer but the base where the ROCm registry cannot be reached; with --allow-no-gpu",
-    )
-    parser.add_argument(
-        "--cache-volume",
-        help=f"named volume for the Triton/extension/pip caches (default {DEFAULT_CACHE_VOLUME}; "
-        f"with --stand-in-base, {STANDIN_CACHE_VOLUME})",
-    )
-    parser.add_argument(
-        "--check-gpu",
-        action="store_true",
-        help="only run the image's GPU check (exit 0 when a gfx950 GPU is visible)",
-    )
-    parser.add_argument(
-        "--allow-no-gpu",
-        action="store_true",
-        help="run without /dev/kfd and skip the image's GPU check (GPU-less sessions, testing)",
-    )
-    parser.add_argument("session", nargs="?", help="nox session to run inside (test, bench, ...)")
-    parser.add_argument("args", nargs=argparse.REMAINDER, help="arguments passed to the session")
-    parser.set_defaults(func=_command)
-
-
-def _command(args: argparse.Namespace) -> int:
-    if args.args[:1] == ["--"]:
-        args.args = args.args[1:]
-    if args.session is None and not args.check_gpu:
-        print("perfgate container: name a nox session (or use --check-gpu)", file=sys.stderr)
-        return EXIT_SETUP
-    return _run(args)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m perfgate.container``: this command alone, importing nothing of the suite's
-    other commands (the launcher host needs neither torch nor the perf extras)."""
-    parser = argparse.ArgumentParser(prog="perfgate")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(["container", *(sys.argv[1:] if argv is None else argv)])
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,18 +1,18 @@
 """perfgate's pytest plugin: the benchmark options, the machine_info block and the harness.
 
 Every benchmark it runs is a pytest-benchmark benchmark timed with
-:func:`perfgate.timing.device_clock` (collection refuses one that is not). ``--perfgate-mode``
-(one of :data:`perfgate.modes.MODES`) picks what a sample is:
+:func:`perfgate.measure.clock.device_clock` (collection refuses one that is not). ``--perfgate-mode``
+(one of :data:`perfgate.measure.modes.MODES`) picks what a sample is:
 
 - ``device``: kernel time. The GEMM (``gemm_a16wfp4``) or the reducer runs once per input copy
   inside one CUDA/HIP graph; a sample is the replay's device time / number of copies.
 - ``leaderboard``: events around one ``custom_kernel(data)`` call (the reducer: one direct call),
   rotating through input sets of different seeds, each output checked after its round. Each call
   follows a flush long enough that the host path ends before the GPU reaches the call, as in the
-  task's harness (:func:`perfgate.timing.leaderboard_flush`), so a sample is device time.
+  task's harness (:func:`perfgate.measure.flush.leaderboard_flush`), so a sample is device time.
 - ``host``: the ``host`` group only: host time per ``custom_kernel`` call, batches of
   back-to-back calls on an idle GPU, each call interleaved with a fixed reference path and the
-  sample their ratio x 10 us (:class:`perfgate.host.HostTimed`, :func:`perfgate.host.reference_path`:
+  sample their ratio x 10 us (:class:`perfgate.measure.host_timer.HostTimed`, :func:`perfgate.measure.host_timer.reference_path`:
   the lent VM's CPU speed moves by up to 1.8x, the ratio cancels it); no other mode times it.
 
 Before any timing every output is checked against the reference, so a wrong kernel cannot make a
@@ -37,12 +37,15 @@ from typing import Any
 
 import pytest
 
-from perfgate import modes, timing
-from perfgate.settings import MAX_LOOK_ROUNDS
-from perfgate.shapes import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
+from perfgate.catalog import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
+from perfgate.gate.settings import MAX_LOOK_ROUNDS
+from perfgate.measure import inject, modes
+from perfgate.measure.clock import Timed, device_clock, measure
+from perfgate.measure.flush import rotation_count
+from perfgate.measure.harness import Work, batched_launch, prepare
+from perfgate.measure.launch import probe_median
 
 PLUGIN_NAME = "perfgate.plugin"
-SEED_BASE = 20250
 DEFAULT_WARMUP = 5
 MAX_WARMUP = 1000  # untimed rounds: JIT, autotune and clocks settle in far fewer
 # Fixtures that make a test a perfgate benchmark: it must then be timed with the device clock.
@@ -63,7 +66,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=int,
         default=None,
         help=f"measured rounds per benchmark, from min_samples to {MAX_LOOK_ROUNDS} (default: "
-        + ", ".join(f"{m.default_rounds} in {m.name} mode" for m in modes.MODES)
+        + ", ".join(f"{_default_rounds(m.name)} in {m.name} mode" for m in modes.MODES)
         + ")",
     )
     group.addoption(
@@ -77,6 +80,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="device mode: launch directly instead of capturing a graph (for diagnosis)",
     )
+
+
+def _default_rounds(mode: str) -> int:
+    """Measured rounds per benchmark when ``--perfgate-rounds`` is not given: the mode's
+    ``[tool.perfgate.rounds]`` entry in pyproject.toml, the one home of gate settings."""
+    from perfgate.gate.settings import defaults
+
+    return defaults().rounds[mode]
 
 
 @dataclass(frozen=True)
@@ -94,7 +105,7 @@ class Settings:
     ) -> Settings:
         """Raises ValueError for an unknown mode, fewer than 2 rounds or a negative warm-up."""
         chosen = modes.get(mode)
-        from perfgate.settings import defaults
+        from perfgate.gate.settings import defaults
 
         # fewer rounds than the gate's min_samples could never be judged (compare: exit 2)
         minimum = defaults().stats.min_samples
@@ -112,7 +123,7 @@ class Settings:
             raise ValueError(f"--perfgate-warmup must be in [0, {MAX_WARMUP}], got {warmup}")
         return cls(
             mode=chosen,
-            rounds=chosen.default_rounds if rounds is None else rounds,
+            rounds=_default_rounds(chosen.name) if rounds is None else rounds,
             warmup=warmup,
             use_graph=not no_graph,
         )
@@ -141,7 +152,7 @@ def is_benchmark(item: pytest.Item) -> bool:
 
 def has_device_clock(item: pytest.Item) -> bool:
     marker = item.get_closest_marker("benchmark")
-    return marker is not None and marker.kwargs.get("timer") is timing.device_clock
+    return marker is not None and marker.kwargs.get("timer") is device_clock
 
 
 def clockless_benchmarks(items: Iterable[pytest.Item]) -> list[str]:
@@ -154,7 +165,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if bad:
         raise pytest.UsageError(
             f"{bad[0]}: every perfgate benchmark must be marked "
-            "@pytest.mark.benchmark(timer=perfgate.timing.device_clock, group=...)"
+            "@pytest.mark.benchmark(timer=perfgate.measure.clock.device_clock, group=...)"
             + (f" ({len(bad) - 1} more)" if len(bad) > 1 else "")
         )
     other = other_modes_benchmarks(items, config.getoption("--perfgate-mode"))
@@ -188,91 +199,11 @@ def machine_info_block(mode: str, fingerprint: dict) -> dict:
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
-    from perfgate import fingerprint
+    from perfgate.measure import fingerprint
 
     machine_info["perfgate"] = machine_info_block(
         config.getoption("--perfgate-mode"), fingerprint.collect()
     )
-
-
-# -- inputs, references, checks -----------------------------------------------------------------
-def bind(fn: Callable, args: tuple, kwargs: dict) -> Callable[[], Any]:
-    """``fn(*args, **kwargs)`` as a call without arguments (one graph node per input copy)."""
-
-    def call() -> Any:
-        return fn(*args, **kwargs)
-
-    return call
-
-
-def gemm_inputs(shape: Sequence[int], copies: int, device: Any) -> tuple[list, list]:
-    """``copies`` task inputs of (M, N, K), seeds SEED_BASE.., and their reference outputs."""
-    from kernels.reference import generate_input, reference_gemm
-
-    sets = [generate_input(*shape, seed=SEED_BASE + i, device=device) for i in range(copies)]
-    return sets, [reference_gemm(d[0], d[3], d[4]) for d in sets]
-
-
-def gemm_device_calls(sets: list, refs: list) -> list[Callable[[], Any]]:
-    """One ``gemm_a16wfp4`` call per input set, each into an output of its own (a graph node)."""
-    import torch
-
-    from kernels.gemm import gemm_a16wfp4
-
-    return [
-        bind(gemm_a16wfp4, (d[0], d[3], d[4]), {"out": torch.empty_like(ref)})
-        for d, ref in zip(sets, refs, strict=True)
-    ]
-
-
-def reducer_inputs(case: ReducerCase, copies: int, device: Any) -> tuple[list, list]:
-    """``copies`` seeded fp32 partials (S, M, N) of ``case`` and their reference sums."""
-    import torch
-
-    partials = []
-    for i in range(copies):
-        gen = torch.Generator(device=device).manual_seed(SEED_BASE + i)
-        partials.append(torch.randn((case.splits, case.m, case.n), generator=gen, device=device))
-    return partials, [reducer_oracle(p) for p in partials]
-
-
-def reducer_arg_sets(partials: list, refs: list) -> list[tuple]:
-    """``reduce_partials`` arguments per copy: the partials and an output of its own."""
-    import torch
-
-    return [(p, torch.empty_like(r)) for p, r in zip(partials, refs, strict=True)]
-
-
-def reducer_oracle(partials: Any) -> Any:
-    """The reducer's contract (fp32 sum in split order, bf16 RNE), from kernels.splitk's twin."""
-    from kernels.splitk import reduce_partials_reference
-
-    return reduce_partials_reference(partials)
-
-
-def check_gemm(out: Any, ref: Any, what: str) -> None:
-    from kernels.reference import check_leaderboard
-
-    report = check_leaderboard(out, ref)
-    if not report:
-        raise AssertionError(f"wrong GEMM output ({what}); refusing to time it: {report}")
-
-
-def check_exact(out: Any, ref: Any, what: str) -> None:
-    """Bit-exact, NaN matched by position (``torch.equal`` would call equal NaNs different)."""
-    from kernels.reducer.cases import bf16_mismatch
-
-    mismatch = bf16_mismatch(out, ref)
-    if mismatch is not None:
-        raise AssertionError(
-            f"wrong reducer output ({what}); refusing to time it: {mismatch} "
-            "(against the in-order fp32 sum)"
-        )
-
-
-def check_all(outs: Sequence[Any], refs: Sequence[Any], check: Callable, what: str) -> None:
-    for i, (out, ref) in enumerate(zip(outs, refs, strict=True)):
-        check(out, ref, f"{what} on input copy {i}")
 
 
 class RoundRobin:
@@ -288,7 +219,7 @@ class RoundRobin:
         refs: Sequence[Any],
         check: Callable[[Any, Any, str], None],
         flush: Callable[[], None],
-        target: timing.Timed,
+        target: Timed,
         synchronize: Callable[[], None],
     ) -> None:
         if len(arg_sets) != len(refs) or not arg_sets:
@@ -323,7 +254,7 @@ def with_extra(fn: Callable, extra: Callable[[], None]) -> Callable:
 
 # -- the harness --------------------------------------------------------------------------------
 class Harness:
-    """Builds inputs, checks outputs and times them in the selected mode (needs a GPU)."""
+    """Prepares a case (perfgate.measure.harness) and has the selected mode time it (needs a GPU)."""
 
     def __init__(self, settings: Settings) -> None:
         import torch
@@ -331,58 +262,101 @@ class Harness:
         from kernels.device import device_info
 
         self.settings = settings
-        self.inject = timing.slowdown_fraction()
+        self.inject = inject.slowdown_fraction()
         self.device = torch.device("cuda")
         self.info = device_info()
-        make_flush = (
-            timing.leaderboard_flush if settings.mode.name == "leaderboard" else timing.gate_flush
-        )
-        self.flush = make_flush(self.info.last_level_cache_bytes, self.device)
+        self.flush = settings.mode.flush(self.info.last_level_cache_bytes, self.device)
 
     def copies(self, set_bytes: int) -> int:
-        return timing.rotation_count(set_bytes, self.info.last_level_cache_bytes)
+        return rotation_count(set_bytes, self.info.last_level_cache_bytes)
 
-    # -- GEMM -----------------------------------------------------------------------------------
     def gemm(self, benchmark: Any, shape: GemmShape) -> None:
         copies = self.copies(gemm_set_bytes(shape))
-        sets, refs = gemm_inputs(shape, copies, self.device)
+        work = prepare(shape, copies, self.device)
         benchmark.extra_info.update(m=shape.m, n=shape.n, k=shape.k, copies_rotated=copies)
-        if self.settings.mode.name == "device":
-            calls = gemm_device_calls(sets, refs)
-            del sets  # the calls hold what the kernel reads; B and B_q (bf16/fp4 B) are freed
-            self.batched(benchmark, calls, refs, check_gemm)
-        else:
-            from kernels.gemm import custom_kernel
+        self.settings.mode.time(self, benchmark, work)
 
-            self.per_call(benchmark, custom_kernel, [(d,) for d in sets], refs, check_gemm)
-
-    # -- the host path --------------------------------------------------------------------------
     def host(self, benchmark: Any, shape: GemmShape) -> None:
-        """Host mode: host seconds per ``custom_kernel`` call, back to back on an idle GPU."""
+        """Host mode: host seconds per ``custom_kernel`` call, back to back on an idle GPU.
+        Distinct input sets per batch, as the task's harness regenerates inputs: a cache keyed
+        on pointers would miss there, so it must miss here too."""
+        work = prepare(shape, 4, self.device)
+        benchmark.extra_info.update(m=shape.m, n=shape.n, k=shape.k)
+        self.settings.mode.time(self, benchmark, work)
+
+    def reducer(self, benchmark: Any, case: ReducerCase) -> None:
+        from kernels.splitk import reducer_backend
+
+        copies = self.copies(reducer_set_bytes(case))
+        work = prepare(case, copies, self.device)
+        benchmark.extra_info.update(
+            splits=case.splits,
+            m=case.m,
+            n=case.n,
+            reducer_backend=reducer_backend(),
+            copies_rotated=copies,
+        )
+        self.settings.mode.time(self, benchmark, work)
+
+    # -- how the modes time a prepared case (perfgate.measure.modes) ----------------------------
+    def batched(self, benchmark: Any, work: Work) -> None:
+        """Device mode: all copies in one graph replay; a sample is per-call device time."""
+        graph = self.settings.use_graph
+        launch = batched_launch(work, graph=graph)
+        calls = len(work.calls)
+        if self.inject:
+            plain = probe_median(launch.run, self.flush, calls=calls, rounds=15)
+            extra = inject.sleep_for(self.inject * plain * calls, self.flush)
+            launch = batched_launch(work, graph=graph, extra=extra, what=", injected")
+            self.record_injection(benchmark, extra, plain, calls=calls)
+        benchmark.extra_info.update(
+            mode="device", launch=launch.kind, launch_note=launch.note, calls_per_sample=calls
+        )
+        self.finish(benchmark, Timed(launch.run, calls=calls), self.flush)
+
+    def per_call(self, benchmark: Any, work: Work) -> None:
+        """Leaderboard mode: events around one call after a flush; inputs rotate, outputs checked."""
         import torch
 
-        from kernels.gemm import custom_kernel
-        from perfgate import host
+        fn, arg_sets = work.fn, work.arg_sets
+        for i, (args, ref) in enumerate(zip(arg_sets, work.refs, strict=True)):
+            out = fn(*args)
+            torch.cuda.synchronize()
+            work.check(out, ref, f"input set {i}")
+        call: Callable = fn
+        if self.inject:
+            plain = probe_median(lambda: fn(*arg_sets[0]), self.flush, calls=1, rounds=15)
+            extra = inject.sleep_for(self.inject * plain, self.flush)
+            call = with_extra(fn, extra)
+            self.record_injection(benchmark, extra, plain, calls=1)
+        target = Timed(call)
+        rounds = RoundRobin(arg_sets, work.refs, work.check, self.flush, target,
+                            torch.cuda.synchronize)  # fmt: skip
+        benchmark.extra_info.update(mode="leaderboard", launch="direct", calls_per_sample=1)
+        self.finish(benchmark, target, rounds.setup, rounds.teardown)
 
-        # Distinct input sets per batch, as the task's harness regenerates inputs: a cache keyed
-        # on pointers would miss there, so it must miss here too.
-        sets, refs = gemm_inputs(shape, 4, self.device)
-        for i, (data, ref) in enumerate(zip(sets, refs, strict=True)):
-            check_gemm(custom_kernel(data), ref, f"input set {i}")
-        delay = host.host_delay_seconds()
-        work = host.with_host_delay(custom_kernel, delay) if delay else custom_kernel
-        reference = host.reference_path(sets[0], self.device)
-        target = host.HostTimed(work, [(d,) for d in sets], reference=reference)
-        last_ref = refs[(host.HOST_BATCH - 1) % len(sets)]
+    def host_time(self, benchmark: Any, work: Work) -> None:
+        """Host mode: batches of back-to-back calls over the reference path, the GPU idle."""
+        import torch
+
+        from perfgate.measure import host_timer
+
+        for i, (args, ref) in enumerate(zip(work.arg_sets, work.refs, strict=True)):
+            work.check(work.fn(*args), ref, f"input set {i}")
+        delay = host_timer.host_delay_seconds()
+        fn = host_timer.with_host_delay(work.fn, delay) if delay else work.fn
+        reference = host_timer.reference_path(work.arg_sets[0][0], self.device)
+        target = host_timer.HostTimed(fn, work.arg_sets, reference=reference)
+        last_ref = work.refs[(host_timer.HOST_BATCH - 1) % len(work.arg_sets)]
 
         def teardown(*_: Any) -> None:
             torch.cuda.synchronize()
-            check_gemm(target.last, last_ref, "the last call of a batch")
+            work.check(target.last, last_ref, "the last call of a batch")
 
         benchmark.extra_info.update(
-            m=shape.m, n=shape.n, k=shape.k, mode="host", launch="direct",
+            mode="host", launch="direct",
             calls_per_sample=target.calls, injected_host_us=delay * 1e6,
-            sample_unit=f"host time per call / reference path x {host.REFERENCE_SCALE_S:g} s",
+            sample_unit=f"host time per call / reference path x {host_timer.REFERENCE_SCALE_S:g} s",
         )  # fmt: skip
         self.finish(benchmark, target, lambda: torch.cuda.synchronize(), teardown)
         benchmark.extra_info["flush_bytes"] = 0  # host mode never flushes: no device time here
@@ -392,86 +366,17 @@ class Harness:
             reference_us_per_call_median=statistics.median(ref_s) * 1e6,
         )
 
-    # -- split-K reducer ------------------------------------------------------------------------
-    def reducer(self, benchmark: Any, case: ReducerCase) -> None:
-        from kernels.splitk import reduce_partials, reducer_backend
-
-        copies = self.copies(reducer_set_bytes(case))
-        partials, refs = reducer_inputs(case, copies, self.device)
-        benchmark.extra_info.update(
-            splits=case.splits,
-            m=case.m,
-            n=case.n,
-            reducer_backend=reducer_backend(),
-            copies_rotated=copies,
-        )
-        arg_sets = reducer_arg_sets(partials, refs)
-        if self.settings.mode.name == "device":
-            calls = [bind(reduce_partials, args, {}) for args in arg_sets]
-            self.batched(benchmark, calls, refs, check_exact)
-        else:
-            self.per_call(benchmark, reduce_partials, arg_sets, refs, check_exact)
-
-    # -- the two timing paths -------------------------------------------------------------------
-    def batched(self, benchmark: Any, calls: list, refs: list, check: Callable) -> None:
-        """Device mode: all copies in one graph replay; a sample is per-call device time."""
-        import torch
-
-        eager = [call() for call in calls]  # JIT, autotune and module load happen here
-        torch.cuda.synchronize()
-        check_all(eager, refs, check, "eager call")
-        launch = timing.build_launch(calls, graph=self.settings.use_graph)
-        launch.run()
-        torch.cuda.synchronize()
-        check_all(launch.outputs, refs, check, f"{launch.kind} launch")
-        if self.inject:
-            plain = timing.probe_median(launch.run, self.flush, calls=len(calls), rounds=15)
-            extra = timing.calibrate_extra_pass(
-                self.inject * plain * len(calls), self.flush, self.device
-            )
-            launch = timing.build_launch(calls, extra, graph=self.settings.use_graph)
-            self.record_injection(benchmark, extra, plain, calls=len(calls))
-        benchmark.extra_info.update(
-            mode="device", launch=launch.kind, launch_note=launch.note, calls_per_sample=len(calls)
-        )
-        self.finish(benchmark, timing.Timed(launch.run, calls=len(calls)), self.flush)
-
-    def per_call(
-        self, benchmark: Any, fn: Callable, arg_sets: list, refs: list, check: Callable
-    ) -> None:
-        """Leaderboard mode: events around one call after a flush; inputs rotate, outputs checked."""
-        import torch
-
-        for i, (args, ref) in enumerate(zip(arg_sets, refs, strict=True)):
-            out = fn(*args)
-            torch.cuda.synchronize()
-            check(out, ref, f"input set {i}")
-        work: Callable = fn
-        if self.inject:
-            plain = timing.probe_median(lambda: fn(*arg_sets[0]), self.flush, calls=1, rounds=15)
-            extra = timing.calibrate_extra_pass(self.inject * plain, self.flush, self.device)
-            work = with_extra(fn, extra)
-            self.record_injection(benchmark, extra, plain, calls=1)
-        target = timing.Timed(work)
-        rounds = RoundRobin(arg_sets, refs, check, self.flush, target, torch.cuda.synchronize)
-        benchmark.extra_info.update(mode="leaderboard", launch="direct", calls_per_sample=1)
-        self.finish(benchmark, target, rounds.setup, rounds.teardown)
-
     def finish(
-        self,
-        benchmark: Any,
-        target: timing.Timed,
-        setup: Callable,
-        teardown: Callable | None = None,
+        self, benchmark: Any, target: Any, setup: Callable, teardown: Callable | None = None
     ) -> None:
-        from perfgate import fingerprint
+        from perfgate.measure import fingerprint
 
         benchmark.extra_info.update(
             flush_bytes=self.flush.nbytes,
             rounds=self.settings.rounds,
             warmup_rounds=self.settings.warmup,
         )
-        timing.measure(
+        measure(
             benchmark,
             target,
             setup=setup,
@@ -482,13 +387,11 @@ class Harness:
         # clocks right after the rounds: a throttled card shows here
         benchmark.extra_info["clocks_after"] = fingerprint.clock_readings()
 
-    def record_injection(
-        self, benchmark: Any, extra: timing.ExtraPass, plain: float, *, calls: int
-    ) -> None:
-        cost = timing.probe_median(extra, self.flush, calls=1, rounds=7)
+    def record_injection(self, benchmark: Any, extra: Any, plain: float, *, calls: int) -> None:
+        cost = probe_median(extra, self.flush, calls=1, rounds=7)
         benchmark.extra_info.update(
             injected_fraction_requested=self.inject,
-            injected_bytes=extra.nbytes,
+            injected_cycles=extra.cycles,
             injected_fraction_estimated=cost / (plain * calls),
         )
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from perfgate.gpu_pinning import pin_xdist_worker
+from perfgate.measure.pinning import pin_xdist_worker
 
 # perfgate's pytest plugin (the benchmark harness, --perfgate-* options) for every run from the
 # root: declared here, where pytest reads it before parsing options. A tests/perf/conftest.py

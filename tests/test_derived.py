@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
+import kernels.configs
 from kernels import _configs_amd, _configs_nvidia
 from kernels.configs import default_num_warps, model_config, select_config, tuned_table
 from kernels.device import TARGET_DEVICES
 from kernels.gemm_config import GemmConfig, effective_splits
 from kernels.reducer.native import SPECIALISED_SPLITS
 from kernels.shapes import LEADERBOARD, GemmShape
-from perfgate import shapes
-from perfgate.shapes import REDUCER, ReducerCase, reducer_cases
+from perfgate.catalog import REDUCER, ReducerCase, reducer_cases
 
 SOURCE = Path(__file__).resolve().parents[1] / "kernels" / "reducer" / "splitk_reduce.cu"
 TARGETS = sorted(TARGET_DEVICES)
@@ -103,7 +103,7 @@ def test_reducer_cases_come_from_every_targets_selected_splits(monkeypatch):
         s = splits[(info[-1], GemmShape(m, n, k))]
         return GemmConfig(16, 32, 128, split_k=s)
 
-    monkeypatch.setattr(shapes, "select_config", fake_select)
+    monkeypatch.setattr(kernels.configs, "select_config", fake_select)
     got = reducer_cases(
         [GemmShape(4, 64, 512), GemmShape(16, 32, 7168), GemmShape(64, 128, 2048)], targets
     )
@@ -118,7 +118,7 @@ def test_reducer_cases_come_from_every_targets_selected_splits(monkeypatch):
 def test_reducer_cases_count_effective_splits_not_requested_ones(monkeypatch):
     # split_k=16 of K=512 with BLOCK_K=128 gets 4 real splits
     monkeypatch.setattr(
-        shapes, "select_config", lambda m, n, k, info: GemmConfig(16, 32, 128, split_k=16)
+        kernels.configs, "select_config", lambda m, n, k, info: GemmConfig(16, 32, 128, split_k=16)
     )
     assert reducer_cases([GemmShape(8, 64, 512)], {"x": None}) == (ReducerCase(4, 8, 64),)
 

@@ -22,8 +22,8 @@
      mean of the means;
 
 2. **leaderboard mode** as ``perfgate bench --mode leaderboard`` times it: the 2 GiB flush of
-   :func:`perfgate.timing.leaderboard_flush`, events around one call, rotating
-   :func:`perfgate.timing.rotation_count` input sets (each output checked first), ``--rounds``
+   :func:`perfgate.measure.leaderboard_flush`, events around one call, rotating
+   :func:`perfgate.measure.rotation_count` input sets (each output checked first), ``--rounds``
    samples after 5 untimed ones.
 
 It prints, per shape, both means, leaderboard mode's median and the harness mean's difference
@@ -240,18 +240,20 @@ def _leaderboard_mode(kernel, shape, rounds: int) -> list[float]:
     import itertools
 
     from kernels.device import device_info
-    from perfgate import plugin, timing
-    from perfgate.shapes import gemm_set_bytes
+    from perfgate import plugin
+    from perfgate.catalog import gemm_set_bytes
+    from perfgate.measure.clock import DeviceClock, Timed
+    from perfgate.measure.flush import leaderboard_flush, rotation_count
 
     info = device_info()
-    copies = timing.rotation_count(gemm_set_bytes(shape), info.last_level_cache_bytes)
+    copies = rotation_count(gemm_set_bytes(shape), info.last_level_cache_bytes)
     sets, refs = plugin.gemm_inputs(shape, copies, "cuda")
     for i, (data, ref) in enumerate(zip(sets, refs, strict=True)):
         plugin.check_gemm(kernel(data), ref, f"{shape.id} input set {i}")
-    flush = timing.leaderboard_flush(info.last_level_cache_bytes, "cuda")
+    flush = leaderboard_flush(info.last_level_cache_bytes, "cuda")
     order = itertools.cycle(sets)
-    clock = timing.DeviceClock()
-    timed = timing.Timed(lambda: kernel(next(order)), clock=clock)
+    clock = DeviceClock()
+    timed = Timed(lambda: kernel(next(order)), clock=clock)
     samples = []
     for i in range(LEADERBOARD_WARMUP_ROUNDS + rounds):
         flush()

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from perfgate import atomic
-from perfgate import baseline as bl
+from perfgate.gate import baseline as bl
 
 DEFAULT_SOURCE = Path(__file__).resolve().parents[1] / "perf_baselines/nvidia-h200/device.json"
 NOISE = 0.005

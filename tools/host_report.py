@@ -2,7 +2,7 @@
 
 ``python -m tools.host_report [--json OUT]`` prints, per shape, the host microseconds per call
 measured as the ``host`` timing mode measures them (batches of back-to-back calls on an idle GPU,
-median over batches; :class:`perfgate.host.HostTimed`):
+median over batches; :class:`perfgate.measure.host_timer.HostTimed`):
 
 - ``bound``: ``custom_kernel`` as shipped (a call key seen before: launch only);
 - ``unbound``: the same call with the launch cache cleared before each call, i.e. validation,
@@ -31,8 +31,8 @@ def host_us_per_call(
     """Median over ``batches`` of the host µs per call of a back-to-back batch."""
     import torch
 
-    from perfgate.host import HostTimed
-    from perfgate.timing import DeviceClock
+    from perfgate.measure.clock import DeviceClock
+    from perfgate.measure.host_timer import HostTimed
 
     clock = DeviceClock()
     timed = HostTimed(work, arg_sets, clock=clock)

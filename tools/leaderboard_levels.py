@@ -3,8 +3,8 @@
 ``python -m tools.leaderboard_levels [--processes 5] [--epochs 6] [--rounds 160]
 [--keep-placement] [--json OUT]`` starts ``--processes`` worker processes one after another.
 Each times the six ranked shapes as leaderboard mode does (the 2 GiB flush of
-:func:`perfgate.timing.leaderboard_flush`, events around one ``custom_kernel`` call, rotating
-:func:`perfgate.timing.rotation_count` input sets) for ``--epochs`` epochs of ``--rounds`` rounds
+:func:`perfgate.measure.flush.leaderboard_flush`, events around one ``custom_kernel`` call, rotating
+:func:`perfgate.measure.flush.rotation_count` input sets) for ``--epochs`` epochs of ``--rounds`` rounds
 per shape. Before each epoch a worker frees its flush buffer and input copies, allocates a spacer
 of random size and then a new flush buffer and new copies of every input set, so each epoch's
 data lies elsewhere in memory (``--keep-placement`` keeps the first placement instead).
@@ -12,7 +12,7 @@ data lies elsewhere in memory (``--keep-placement`` keeps the first placement in
 It prints, per shape, each process's level (the median of its epoch medians), the spread of those
 levels across processes, that spread once each process's factor common to all shapes is taken
 out, and the typical spread of epoch medians inside one process (spreads as
-:func:`perfgate.baseline.run_spread`: (max - min) / min); then each process's factor. When the
+:func:`perfgate.gate.baseline.run_spread`: (max - min) / min); then each process's factor. When the
 factors carry most of the spread across processes, the level is set per process and not per shape
 or per placement: that is why a leaderboard run pools several processes
 (``[tool.perfgate.processes]``, docs/views.md).
@@ -48,7 +48,7 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
       (their spread), ``residual`` (their spread once each level is divided by 1 + its process's
       factor) and ``within`` (the median over processes of the spread of one process's epoch
       medians; None with one epoch)."""
-    from perfgate.baseline import run_spread
+    from perfgate.gate.baseline import run_spread
 
     table: dict[str, dict[int, list[float]]] = {}
     for row in rows:
@@ -82,9 +82,10 @@ def measure(process: int, epochs: int, rounds: int, replace: bool) -> list[dict[
 
     from kernels.device import device_info
     from kernels.gemm import custom_kernel
+    from perfgate.catalog import LEADERBOARD, gemm_set_bytes
+    from perfgate.measure.flush import leaderboard_flush, rotation_count
+    from perfgate.measure.launch import probe_median
     from perfgate.plugin import check_gemm, gemm_inputs
-    from perfgate.shapes import LEADERBOARD, gemm_set_bytes
-    from perfgate.timing import leaderboard_flush, probe_median, rotation_count
 
     info, device = device_info(), torch.device("cuda")
     rng = random.Random(process)

@@ -1,8 +1,8 @@
 """Native vs Triton split-K reducer on this GPU: ``python -m tools.reducer_bench``.
 
-For every reducer case the shipped configs create (:data:`perfgate.shapes.REDUCER`: each target's
+For every reducer case the shipped configs create (:data:`perfgate.catalog.REDUCER`: each target's
 split count for each ranked shape) it first checks that both reducers give the same bits, then
-times each with the gate's timer (:mod:`perfgate.timing`) and cache policy (a flush of twice the
+times each with the gate's timer (:mod:`perfgate.measure.timing`) and cache policy (a flush of twice the
 last-level cache before every round, inputs rotated over several copies):
 
 - ``call``: events around one ``reduce_partials`` call (host launch path included), median of
@@ -22,8 +22,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from perfgate import atomic, timing
-from perfgate.shapes import REDUCER, ReducerCase, reducer_set_bytes
+from perfgate import atomic
+from perfgate.catalog import REDUCER, ReducerCase, reducer_set_bytes
+from perfgate.measure.flush import gate_flush, rotation_count
+from perfgate.measure.launch import median_per_call, probe_median
 
 SEED = 20250
 
@@ -40,7 +42,7 @@ def time_case(case: ReducerCase, flush: Any, cache_bytes: int, reps: int, replay
     from kernels import splitk
     from kernels.reducer.cases import bf16_mismatch
 
-    copies = timing.rotation_count(reducer_set_bytes(case), cache_bytes)
+    copies = rotation_count(reducer_set_bytes(case), cache_bytes)
     gen = torch.Generator(device="cuda").manual_seed(SEED)
     partials = [
         torch.randn((case.splits, case.m, case.n), generator=gen, device="cuda")
@@ -59,10 +61,8 @@ def time_case(case: ReducerCase, flush: Any, cache_bytes: int, reps: int, replay
         for call in calls:  # JIT and module load outside the numbers
             call()
         torch.cuda.synchronize()
-        row[f"{backend}_call_us"] = (
-            timing.probe_median(rotating(calls), flush, calls=1, rounds=reps) * 1e6
-        )
-        graph_s, launch = timing.median_per_call(calls, flush, rounds=replays)
+        row[f"{backend}_call_us"] = probe_median(rotating(calls), flush, calls=1, rounds=reps) * 1e6
+        graph_s, launch = median_per_call(calls, flush, rounds=replays)
         if launch.kind == "graph":
             row[f"{backend}_graph_us"] = graph_s * 1e6
         else:  # a launcher that cannot be captured: say so, do not fail
@@ -87,7 +87,7 @@ def run(reps: int = 200, replays: int = 20, cases: Sequence[ReducerCase] = REDUC
             f"no native reducer: {splitk.reducer_backend_reason()}; run `nox -s build` first"
         )
     cache_bytes = device_info().last_level_cache_bytes
-    flush = timing.gate_flush(cache_bytes, torch.device("cuda"))
+    flush = gate_flush(cache_bytes, torch.device("cuda"))
     return [time_case(case, flush, cache_bytes, reps, replays) for case in cases]
 
 

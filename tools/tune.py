@@ -1,6 +1,6 @@
 """Sweep GEMM configs on the local GPU and print the fastest per shape (``python -m tools.tune``).
 
-Timing is the gate's device mode (:func:`perfgate.timing.median_per_call`): a CUDA/HIP graph calls
+Timing is the gate's device mode (:func:`perfgate.measure.median_per_call`): a CUDA/HIP graph calls
 the kernel once on each of several rotated input copies, and every replay starts after the gate's
 flush of twice the last-level cache, so every call reads its weights from HBM, as in the
 leaderboard (which flushes the caches). Tuned tables are therefore made with the timer and cache
@@ -21,8 +21,9 @@ from kernels import configs
 from kernels.configs import select_config
 from kernels.gemm_config import GemmConfig, effective_splits
 from kernels.shapes import LEADERBOARD, GemmShape
-from perfgate import timing
-from perfgate.shapes import gemm_set_bytes
+from perfgate.catalog import gemm_set_bytes
+from perfgate.measure.flush import CacheFlush, gate_flush, rotation_count
+from perfgate.measure.launch import median_per_call
 
 ROUNDS = 20
 
@@ -48,17 +49,17 @@ def candidates(m: int, k: int) -> Iterator[GemmConfig]:
                     yield cfg
 
 
-def copy_bandwidth(flush: timing.CacheFlush) -> float:
+def copy_bandwidth(flush: CacheFlush) -> float:
     """Bytes per second of a 2 GiB device-to-device copy, read + write counted."""
     import torch
 
     src = torch.empty(2**30, dtype=torch.uint8, device="cuda")
     dst = torch.empty_like(src)
-    t, _ = timing.median_per_call([lambda: dst.copy_(src)], flush, rounds=10)
+    t, _ = median_per_call([lambda: dst.copy_(src)], flush, rounds=10)
     return 2 * src.numel() / t
 
 
-def tune_shape(m: int, n: int, k: int, bandwidth: float, flush: timing.CacheFlush) -> dict:
+def tune_shape(m: int, n: int, k: int, bandwidth: float, flush: CacheFlush) -> dict:
     import torch
     import triton
 
@@ -72,7 +73,7 @@ def tune_shape(m: int, n: int, k: int, bandwidth: float, flush: timing.CacheFlus
     )
 
     info = device_info()
-    copies = timing.rotation_count(gemm_set_bytes(GemmShape(m, n, k)), info.last_level_cache_bytes)
+    copies = rotation_count(gemm_set_bytes(GemmShape(m, n, k)), info.last_level_cache_bytes)
     data = [generate_input(m, n, k, seed, device="cuda") for seed in range(copies)]
     one = data[0]
     outs = [torch.empty((m, n), dtype=torch.bfloat16, device="cuda") for _ in data]
@@ -93,10 +94,10 @@ def tune_shape(m: int, n: int, k: int, bandwidth: float, flush: timing.CacheFlus
             lambda d=d, o=o, c=cfg: gemm_a16wfp4(d[0], d[3], d[4], config=c, out=o)
             for d, o in zip(data, outs, strict=True)
         ]
-        t, _ = timing.median_per_call(fns, flush, rounds=ROUNDS)
+        t, _ = median_per_call(fns, flush, rounds=ROUNDS)
         results.append((t, cfg))
     b16 = [dequantized_weight(d[3], d[4], k).to(torch.bfloat16) for d in data]
-    mm, _ = timing.median_per_call(
+    mm, _ = median_per_call(
         [lambda d=d, b=b: torch.matmul(d[0], b.T) for d, b in zip(data, b16, strict=True)],
         flush,
         rounds=ROUNDS,
@@ -146,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     from kernels.device import device_info
 
     info = device_info()
-    flush = timing.gate_flush(info.last_level_cache_bytes, torch.device("cuda"))
+    flush = gate_flush(info.last_level_cache_bytes, torch.device("cuda"))
     bandwidth = copy_bandwidth(flush)
     print(json.dumps({"device": info.key, "copy_bandwidth_GBps": bandwidth / 1e9}), flush=True)
     for shape in args.shape or LEADERBOARD:

@@ -163,7 +163,7 @@ def _rows(args, store):
     from perfgate.history.store import Query
 
     if getattr(args, "mode", None) is not None:
-        from perfgate.modes import MODE_NAMES
+        from perfgate.measure.modes import MODE_NAMES
 
         if args.mode not in MODE_NAMES:
             raise UsageError(f"--mode {args.mode}: expected one of {', '.join(MODE_NAMES)}")

@@ -1,7 +1,7 @@
 """The push gate's baseline from history: the last K runs of main on this device and mode, in
 this run's fingerprint segment, pooled as ``update-baselines`` pools its runs.
 
-:func:`history_baseline` returns a pytest-benchmark document that :func:`perfgate.baseline.load`
+:func:`history_baseline` returns a pytest-benchmark document that :func:`perfgate.gate.baseline.load`
 accepts (``bench --against history`` writes it next to the run's results and compares with it as
 with a stored baseline): each benchmark's samples are those runs' samples concatenated, and its
 per-run medians are recorded in ``extra_info.perfgate_runs``, so the stored-baseline threshold
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from perfgate import baseline as bl
+from perfgate.gate import baseline as bl
 from perfgate.history.config import HistoryConfig
 from perfgate.history.records import segment_key
 from perfgate.history.store import Query, Row, Store
@@ -86,7 +86,7 @@ def history_baseline(
 
 
 def gate_settings(stats, config: HistoryConfig):
-    """``stats`` (perfgate.stats.Settings) with the history's threshold rule."""
+    """``stats`` (perfgate.gate.stats.Settings) with the history's threshold rule."""
     return dataclasses.replace(
         stats, min_effect_drift=config.gate_min_effect, drift_factor=config.gate_drift_factor
     )

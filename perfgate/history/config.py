@@ -7,9 +7,9 @@ min_effect = 0.015     # detect: smallest change of level that counts
 ...
 ```
 
-Every key is required and checked here, as ``[tool.perfgate]``'s are by perfgate.settings: the
+Every key is required and checked here, as ``[tool.perfgate]``'s are by perfgate.gate.settings: the
 table is the only copy of the values. It is a table of its own rather than
-``[tool.perfgate.history]`` because perfgate.settings refuses any key of ``[tool.perfgate]`` it
+``[tool.perfgate.history]`` because perfgate.gate.settings refuses any key of ``[tool.perfgate]`` it
 does not know; moving it there takes that reader's consent (docs/history.md).
 """
 
@@ -74,7 +74,7 @@ class HistoryConfig:
 
 
 def default_pyproject() -> Path:
-    from perfgate import settings
+    from perfgate.gate import settings
 
     return settings.PYPROJECT
 

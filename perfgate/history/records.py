@@ -1,5 +1,5 @@
 """What the history keeps of one run: read from a results file (pytest-benchmark JSON with
-perfgate's fingerprint, :mod:`perfgate.baseline`), one record per benchmark.
+perfgate's fingerprint, :mod:`perfgate.gate.baseline`), one record per benchmark.
 
 A run's identity is the SHA-256 of its file's bytes: adding the same file twice, from any path,
 adds nothing. Its place in the history is its commit (``fingerprint.git_commit``) and that
@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfgate import baseline as bl
+from perfgate.gate import baseline as bl
 
 # The fingerprint fields whose change starts a new segment: the GPU, its clock settings, the
 # driver, the CUDA/ROCm runtime, torch and triton. git_commit is the code (what history

@@ -358,3 +358,10 @@ def default_jobs() -> int:
     return (
         len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     )
+
+
+def write_report(path: Path, report: dict[str, Any]) -> None:
+    """Write ``report`` as stable, diff-friendly JSON, atomically (no half-written baseline)."""
+    from perfgate.atomic import write_json
+
+    write_json(path, report, indent=1)

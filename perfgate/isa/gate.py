@@ -3,7 +3,7 @@
 Rules (docs/isa.md explains why):
 - regression: an entry missing from the current report; more spills; more scratch; lower
   occupancy; VGPR growth above ``max(vgpr_tolerance_abs, vgpr_tolerance_rel * baseline)`` (both
-  in ``[tool.perfgate.isa]`` of pyproject.toml, :mod:`perfgate.settings`); a wanted instruction
+  in ``[tool.perfgate.isa]`` of pyproject.toml, :mod:`perfgate.gate.settings`); a wanted instruction
   family (:data:`perfgate.isa.metrics.WANTED_FAMILIES`) whose count fell from > 0 to 0;
   ``valu_per_wave`` (the static cost, docs/isa.md) growing by more than ``valu_tolerance_rel`` x
   baseline, where both reports have it.
@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.gate.settings import IsaTolerances
 from perfgate.isa import metrics
 from perfgate.isa.collect import SCHEMA, TARGETS, TOOL
-from perfgate.settings import IsaTolerances
 
 REGRESSION = "REGRESSION"
 IMPROVED = "improved"
@@ -148,7 +148,7 @@ def load(path: str | Path, *, target: str | None = None) -> dict[str, Any]:
 
 def default_tolerances() -> IsaTolerances:
     """``[tool.perfgate.isa]`` of the repository's pyproject.toml."""
-    from perfgate import settings
+    from perfgate.gate import settings
 
     return settings.defaults().isa
 
@@ -239,7 +239,7 @@ def compare(
     tolerances = default_tolerances() if tolerances is None else tolerances
     if not isinstance(tolerances, IsaTolerances):
         raise TypeError(
-            f"tolerances must be a perfgate.settings.IsaTolerances, got {type(tolerances).__name__}"
+            f"tolerances must be a perfgate.gate.settings.IsaTolerances, got {type(tolerances).__name__}"
         )
     validate(baseline, where="baseline")
     validate(current, where="current report")

@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.shapes import GRID
-from perfgate.timing import device_clock
+from perfgate.catalog import GROUPS
+from perfgate.measure.clock import device_clock
 
+GROUP = GROUPS["grid"]
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.bench,
     pytest.mark.slow,
-    pytest.mark.benchmark(group="grid", timer=device_clock),
+    pytest.mark.benchmark(group=GROUP.name, timer=device_clock),
 ]
 
 
-@pytest.mark.parametrize("shape", GRID, ids=[s.id for s in GRID])
+@pytest.mark.parametrize("shape", GROUP.items, ids=GROUP.ids())
 def test_grid(benchmark, harness, shape):
     harness.gemm(benchmark, shape)

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.shapes import LEADERBOARD
-from perfgate.timing import device_clock
+from perfgate.catalog import GROUPS
+from perfgate.measure.clock import device_clock
 
+GROUP = GROUPS["host"]
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.bench,
-    pytest.mark.benchmark(group="host", timer=device_clock),
+    pytest.mark.benchmark(group=GROUP.name, timer=device_clock),
 ]
 
 
-@pytest.mark.parametrize("shape", LEADERBOARD, ids=[s.id for s in LEADERBOARD])
+@pytest.mark.parametrize("shape", GROUP.items, ids=GROUP.ids())
 def test_host(benchmark, harness, shape):
     harness.host(benchmark, shape)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.shapes import LEADERBOARD
-from perfgate.timing import device_clock
+from perfgate.catalog import GROUPS
+from perfgate.measure.clock import device_clock
 
+GROUP = GROUPS["leaderboard"]
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.bench,
-    pytest.mark.benchmark(group="leaderboard", timer=device_clock),
+    pytest.mark.benchmark(group=GROUP.name, timer=device_clock),
 ]
 
 
-@pytest.mark.parametrize("shape", LEADERBOARD, ids=[s.id for s in LEADERBOARD])
+@pytest.mark.parametrize("shape", GROUP.items, ids=GROUP.ids())
 def test_leaderboard(benchmark, harness, shape):
     harness.gemm(benchmark, shape)

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from perfgate.shapes import REDUCER
-from perfgate.timing import device_clock
+from perfgate.catalog import GROUPS
+from perfgate.measure.clock import device_clock
 
+GROUP = GROUPS["reducer"]
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.bench,
-    pytest.mark.benchmark(group="reducer", timer=device_clock),
+    pytest.mark.benchmark(group=GROUP.name, timer=device_clock),
 ]
 
 
-@pytest.mark.parametrize("case", REDUCER, ids=[c.id for c in REDUCER])
+@pytest.mark.parametrize("case", GROUP.items, ids=GROUP.ids())
 def test_reducer(benchmark, harness, case):
     harness.reducer(benchmark, case)

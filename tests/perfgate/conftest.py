@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from perfgate.baseline import write_atomic
+from perfgate.atomic import write_json as write_atomic
 
 FINGERPRINT = {
     "gpu_name": "NVIDIA H200",

@@ -10,9 +10,14 @@ import subprocess
 import numpy as np
 import pytest
 
-from perfgate import ab, interleave, sampler
+from perfgate import catalog, revisions
 from perfgate.__main__ import main
-from perfgate.stats import REGRESSION, UNCHANGED, Settings
+from perfgate.commands import ab, base
+from perfgate.gate import paths
+from perfgate.gate.stats import REGRESSION, UNCHANGED, Settings
+from perfgate.measure import ab as ab_measure
+from perfgate.measure import interleave
+from perfgate.measure import worker as sampler
 
 
 def test_block_order_is_abba():
@@ -59,7 +64,7 @@ def test_measure_ab_flags_the_slower_head_and_interleaves():
         "head": FakeSide("head", {"slow": 1.03}, 2, order),
     }
     cases = [{"name": "slow"}, {"name": "same"}]
-    decisions, samples = ab.measure_ab(sides, cases, settings, rounds=40)
+    decisions, samples = ab_measure.measure_ab(sides, cases, settings, rounds=40)
     assert decisions["slow"].result.verdict == REGRESSION
     assert decisions["same"].result.verdict == UNCHANGED
     for name, d in decisions.items():
@@ -119,7 +124,7 @@ def test_worker_imports_kernels_from_the_chosen_tree(tmp_path, monkeypatch):
     (tree / "kernels").mkdir(parents=True)
     (tree / "kernels" / "__init__.py").write_text("WHERE = 'base'\n")
     code = (
-        "import sys; from perfgate import sampler; "
+        "import sys; from perfgate.measure import worker as sampler; "
         f"sampler.use_kernels_from({str(tree)!r}); import kernels; print(kernels.WHERE)"
     )
     out = subprocess.run(
@@ -135,25 +140,25 @@ def test_worker_imports_kernels_from_the_chosen_tree(tmp_path, monkeypatch):
 
 
 def test_cases_are_named_as_the_pytest_benchmarks():
-    from perfgate import shapes
+    from perfgate import catalog as shapes
 
-    names = [c["name"] for c in ab.cases()]
+    names = [c["name"] for c in catalog.cases(ab.DEFAULT_GROUPS)]
     assert len(names) == len(shapes.LEADERBOARD) + len(shapes.REDUCER)
     assert (
         names[0] == f"tests/perf/test_leaderboard.py::test_leaderboard[{shapes.LEADERBOARD[0].id}]"
     )
     assert any(n.startswith("tests/perf/test_reducer.py::test_reducer[s") for n in names)
-    assert len(ab.cases(("grid",))) == len(shapes.GRID)
-    assert [c["name"] for c in ab.cases(keyword="m16-n2112-k7168")] == [
+    assert len(catalog.cases(("grid",))) == len(shapes.GRID)
+    assert [c["name"] for c in catalog.cases(ab.DEFAULT_GROUPS, keyword="m16-n2112-k7168")] == [
         "tests/perf/test_leaderboard.py::test_leaderboard[m16-n2112-k7168]"
     ]
     with pytest.raises(ValueError, match="--groups"):
-        ab.cases(("nope",))
+        catalog.cases(("nope",))
 
 
 def _in_git() -> bool:
     return (
-        subprocess.run(["git", "rev-parse", "HEAD"], cwd=ab.REPO, capture_output=True).returncode
+        subprocess.run(["git", "rev-parse", "HEAD"], cwd=paths.REPO, capture_output=True).returncode
         == 0
     )
 
@@ -163,19 +168,19 @@ needs_git = pytest.mark.skipif(not _in_git(), reason="not a git checkout (a copi
 
 @needs_git
 def test_revisions_and_worktrees(tmp_path):
-    head = ab.resolve("HEAD")
+    head = revisions.resolve("HEAD")
     assert len(head) == 40
-    with pytest.raises(ab.AbError, match="names no commit"):
-        ab.resolve("no-such-revision-xyz")
-    with pytest.raises(ab.AbError, match="must name a git revision"):
-        ab.resolve("--all")
-    with ab.worktree(head, tmp_path) as tree:
+    with pytest.raises(revisions.AbError, match="names no commit"):
+        revisions.resolve("no-such-revision-xyz")
+    with pytest.raises(revisions.AbError, match="must name a git revision"):
+        revisions.resolve("--all")
+    with revisions.worktree(head, tmp_path) as tree:
         assert (tree / "kernels" / "__init__.py").is_file()
     assert not tree.exists()  # removed, also from git's list
     assert (
         str(tree)
         not in subprocess.run(
-            ["git", "worktree", "list"], cwd=ab.REPO, capture_output=True, text=True
+            ["git", "worktree", "list"], cwd=paths.REPO, capture_output=True, text=True
         ).stdout
     )
 
@@ -202,9 +207,7 @@ def test_ab_command_refusals(capsys, monkeypatch):
     assert main(["ab", "--base", "no-such-revision-xyz"]) == 2
     assert "names no commit" in capsys.readouterr().err
     assert main(["ab", "--base", "HEAD", "--groups", "nope"]) == 2
-    from perfgate import bench
-
-    monkeypatch.setattr(bench, "gpu_available", lambda: False)
+    monkeypatch.setattr(base, "gpu_available", lambda: False)
     monkeypatch.setenv("PERFGATE_REQUIRE_GPU", "1")
     assert main(["ab", "--base", "HEAD"]) == 2
     monkeypatch.delenv("PERFGATE_REQUIRE_GPU")
@@ -215,11 +218,14 @@ def test_ab_command_refusals(capsys, monkeypatch):
 def test_ab_report_has_compare_shape(tmp_path, monkeypatch):
     from argparse import Namespace
 
-    from perfgate import adaptive, fingerprint, settings
+    from perfgate.gate import settings
+    from perfgate.measure import adaptive, fingerprint
 
     gate = settings.load(overrides={"n_resamples": 500})
     sides = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"a": 1.05}, 2)}
-    decisions, samples = ab.measure_ab(sides, [{"name": "a"}, {"name": "b"}], gate.stats, 20)
+    decisions, samples = ab_measure.measure_ab(
+        sides, [{"name": "a"}, {"name": "b"}], gate.stats, 20
+    )
     monkeypatch.setattr(
         fingerprint,
         "collect",
@@ -249,7 +255,8 @@ def test_ab_run_end_to_end_with_fake_workers(tmp_path, monkeypatch):
     # interleaved adaptive rounds, the reports; the head's benchmark is 4% slower
     from argparse import Namespace
 
-    from perfgate import fingerprint, settings
+    from perfgate.gate import settings
+    from perfgate.measure import fingerprint
 
     roots, built = {}, []
 
@@ -263,20 +270,22 @@ def test_ab_run_end_to_end_with_fake_workers(tmp_path, monkeypatch):
         def close(self):
             self.closed = True
 
-    names = [c["name"] for c in ab.cases(keyword="m16-n2112-k7168")]
+    names = [c["name"] for c in catalog.cases(ab.DEFAULT_GROUPS, keyword="m16-n2112-k7168")]
     monkeypatch.setattr(interleave, "SideProcess", Side)
-    monkeypatch.setattr(ab, "build", lambda root, cache, label: built.append((label, cache)))
+    monkeypatch.setattr(
+        ab_measure, "build", lambda root, cache, label: built.append((label, cache))
+    )
     monkeypatch.setattr(fingerprint, "collect", lambda: {"device_key": "nvidia-h200"})
     gate = settings.load(overrides={"n_resamples": 500, "rounds.device": 20})
     args = Namespace(base="HEAD", head=None, groups="leaderboard", keyword="m16-n2112-k7168",
                      results_dir=tmp_path, json_out=None, markdown_out=None)  # fmt: skip
-    assert ab.run(args, gate) == 1
+    assert ab._measure(args, gate) == 1
     report = json.loads((tmp_path / "ab.json").read_text())
     assert [(b["name"], b["verdict"]) for b in report["benchmarks"]] == [(names[0], "regression")]
     base_root, base_env = roots["base"]
     assert base_root.name.startswith("base-") and not base_root.exists()  # worktree removed
     assert base_env["MXFP4_CACHE_DIR"].endswith("cache-base")  # the base's own reducer cache
-    assert roots["head"][0] == ab.REPO and roots["head"][1] == {}
+    assert roots["head"][0] == paths.REPO and roots["head"][1] == {}
     assert [label for label, _ in built] == ["base", "head"]
     samples = json.loads((tmp_path / "ab.samples.json").read_text())
     assert len(samples["base_samples"][names[0]]) == len(samples["head_samples"][names[0]])
@@ -287,11 +296,12 @@ def test_the_ab_report_judges_with_the_ab_threshold(tmp_path, monkeypatch):
     # (min_effect 3%): only the A/B threshold fails it
     from argparse import Namespace
 
-    from perfgate import fingerprint, settings
+    from perfgate.gate import settings
+    from perfgate.measure import fingerprint
 
     gate = settings.load(overrides={"n_resamples": 500, "ab_min_effect": 0.015, "min_effect": 0.03})
     sides = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"a": 1.02}, 2)}
-    decisions, samples = ab.measure_ab(sides, [{"name": "a"}], gate.stats, 40)
+    decisions, samples = ab_measure.measure_ab(sides, [{"name": "a"}], gate.stats, 40)
     monkeypatch.setattr(fingerprint, "collect", lambda: {"device_key": "nvidia-h200"})
     args = Namespace(base="HEAD", head=None, results_dir=tmp_path, json_out=None, markdown_out=None)
     code = ab.report(args, gate, decisions, samples, {"base": {}, "head": {}}, "b" * 40, None)
@@ -302,7 +312,7 @@ def test_the_ab_report_judges_with_the_ab_threshold(tmp_path, monkeypatch):
 
 
 def test_every_ab_look_is_judged_at_alpha_over_looks(monkeypatch):
-    from perfgate import stats
+    from perfgate.gate import stats
 
     seen = []
     real = stats.compare_samples
@@ -314,7 +324,7 @@ def test_every_ab_look_is_judged_at_alpha_over_looks(monkeypatch):
     monkeypatch.setattr(stats, "compare_samples", recording)
     settings = Settings(n_resamples=300, looks=3)
     sides = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"edge": 1.016}, 2)}
-    ab.measure_ab(sides, [{"name": "edge"}], settings, rounds=20)
+    ab_measure.measure_ab(sides, [{"name": "edge"}], settings, rounds=20)
     assert seen and set(seen) == {(3, True)}
 
 
@@ -332,7 +342,7 @@ def repo(tmp_path, monkeypatch):
     env = ["-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
     for args in (["init", "-q"], ["add", "."], [*env, "commit", "-q", "-m", "one"]):
         subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
-    monkeypatch.setattr(ab, "REPO", root)
+    monkeypatch.setattr(paths, "REPO", root)
     return root
 
 
@@ -341,7 +351,8 @@ def test_a_revision_compared_with_itself_passes(tmp_path, monkeypatch, repo):
     # measured as two processes of the same code: no regression
     from argparse import Namespace
 
-    from perfgate import fingerprint, settings
+    from perfgate.gate import settings
+    from perfgate.measure import fingerprint
 
     roots, built = {}, []
 
@@ -355,12 +366,14 @@ def test_a_revision_compared_with_itself_passes(tmp_path, monkeypatch, repo):
             pass
 
     monkeypatch.setattr(interleave, "SideProcess", Side)
-    monkeypatch.setattr(ab, "build", lambda root, cache, label: built.append((label, root, cache)))
+    monkeypatch.setattr(
+        ab_measure, "build", lambda root, cache, label: built.append((label, root, cache))
+    )
     monkeypatch.setattr(fingerprint, "collect", lambda: {"device_key": "nvidia-h200"})
     gate = settings.load(overrides={"n_resamples": 500, "rounds.device": 20})
     args = Namespace(base="HEAD", head="HEAD", groups="leaderboard", keyword="m16-n2112-k7168",
                      results_dir=tmp_path / "results", json_out=None, markdown_out=None)  # fmt: skip
-    assert ab.run(args, gate) == 0
+    assert ab._measure(args, gate) == 0
     report = json.loads((tmp_path / "results" / "ab.json").read_text())
     assert [b["verdict"] for b in report["benchmarks"]] == ["unchanged"]
     (base_root, base_env, base_tree), (head_root, head_env, head_tree) = roots.values()
@@ -371,6 +384,6 @@ def test_a_revision_compared_with_itself_passes(tmp_path, monkeypatch, repo):
     assert [label for label, *_ in built] == ["base", "head"]
     listed = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True)
     assert len(listed.stdout.splitlines()) == 1  # git's list holds the checkout alone again
-    head = ab.resolve("HEAD")
+    head = revisions.resolve("HEAD")
     assert report["summary"]["baseline"] == f"base HEAD ({head[:12]})"
     assert report["summary"]["current"] == f"head HEAD ({head[:12]})"

@@ -1,4 +1,4 @@
-"""Adaptive rounds (perfgate.adaptive) on seeded synthetic samples: the looks, who gets more
+"""Adaptive rounds (perfgate.measure.adaptive) on seeded synthetic samples: the looks, who gets more
 rounds, and the false-alarm rate despite the repeated looks."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from perfgate.adaptive import decide, schedule
-from perfgate.stats import INCONCLUSIVE, REGRESSION, Result, Settings, compare_samples
+from perfgate.gate.stats import INCONCLUSIVE, REGRESSION, Result, Settings, compare_samples
+from perfgate.measure.adaptive import decide, schedule
 
 FAST = Settings(n_resamples=500)
 

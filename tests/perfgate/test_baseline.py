@@ -11,7 +11,7 @@ import stat
 import pytest
 
 from perfgate import atomic
-from perfgate import baseline as bl
+from perfgate.gate import baseline as bl
 
 
 @pytest.fixture
@@ -21,7 +21,7 @@ def good(make_result, gpu_like):
 
 def test_round_trip_is_exact(tmp_path, good):
     path = tmp_path / "perf_baselines" / "nvidia-h200" / "device.json"  # parents created
-    bl.write_atomic(path, good)
+    atomic.write_json(path, good)
     assert bl.load(path) == good  # floats survive JSON exactly (repr round trip)
     assert path.read_text().endswith("\n")
     assert [p.name for p in path.parent.iterdir()] == ["device.json"]  # no temp file left
@@ -65,7 +65,7 @@ def test_real_pytest_benchmark_file_with_perfgate_block(tmp_path, make_result):
 
 
 def test_accessors(tmp_path, good):
-    bl.write_atomic(tmp_path / "b.json", good)
+    atomic.write_json(tmp_path / "b.json", good)
     data = bl.load(tmp_path / "b.json")
     assert bl.device_key(data) == "nvidia-h200"
     assert bl.mode(data) == "device"
@@ -79,7 +79,7 @@ def test_write_atomic_replaces_with_one_permission_policy(tmp_path, good):
     path = tmp_path / "b.json"
     path.write_text("old")
     os.chmod(path, 0o640)
-    bl.write_atomic(path, good)
+    atomic.write_json(path, good)
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
     assert json.loads(path.read_text()) == good
 
@@ -89,7 +89,7 @@ def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temp_file(
     tmp_path, good, monkeypatch, where
 ):
     path = tmp_path / "b.json"
-    bl.write_atomic(path, good)
+    atomic.write_json(path, good)
     before = path.read_bytes()
     new = copy.deepcopy(good)
     new["benchmarks"][0]["stats"]["data"][0] *= 2
@@ -117,17 +117,17 @@ def test_a_write_that_fails_midway_leaves_the_old_file_and_no_temp_file(
     else:
         monkeypatch.setattr(atomic.os, "replace" if where == "replace" else "fsync", boom)
     with pytest.raises(KeyboardInterrupt if where == "interrupt" else OSError):
-        bl.write_atomic(path, new)
+        atomic.write_json(path, new)
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
 
 
 def test_every_perfgate_writer_is_the_atomic_one(tmp_path, good):
-    from perfgate import isa
+    from perfgate.isa import collect
 
-    assert bl.write_atomic is atomic.write_json and bl.write_text_atomic is atomic.write_text
+    assert not hasattr(bl, "write_atomic")  # one writer: perfgate.atomic
     # The ISA baselines keep their exact bytes (indent 1, final newline) through it.
-    isa.write_report(tmp_path / "isa" / "t.json", good)
+    collect.write_report(tmp_path / "isa" / "t.json", good)
     written = (tmp_path / "isa" / "t.json").read_text()
     assert written == json.dumps(good, indent=1) + "\n"
     assert stat.S_IMODE((tmp_path / "isa" / "t.json").stat().st_mode) == 0o644
@@ -135,24 +135,24 @@ def test_every_perfgate_writer_is_the_atomic_one(tmp_path, good):
 
 def test_write_atomic_new_file_is_world_readable(tmp_path, good):
     # mkstemp creates 0600 files; a baseline must be readable by other CI users.
-    bl.write_atomic(tmp_path / "new.json", good)
+    atomic.write_json(tmp_path / "new.json", good)
     assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o644
 
 
 def test_write_atomic_refuses_nan_and_keeps_the_old_file(tmp_path, good):
     path = tmp_path / "b.json"
-    bl.write_atomic(path, good)
+    atomic.write_json(path, good)
     bad = copy.deepcopy(good)
     bad["benchmarks"][0]["stats"]["data"][0] = float("nan")
     with pytest.raises(ValueError, match="not JSON compliant"):
-        bl.write_atomic(path, bad)
+        atomic.write_json(path, bad)
     assert bl.load(path) == good
     assert [p.name for p in tmp_path.iterdir()] == ["b.json"]
 
 
 def test_write_text_atomic_wants_text(tmp_path):
     with pytest.raises(TypeError, match="text must be a str, got bytes"):
-        bl.write_text_atomic(tmp_path / "x.md", b"bytes")
+        atomic.write_text(tmp_path / "x.md", b"bytes")
 
 
 def _drop(d, *keys):
@@ -294,7 +294,7 @@ def test_pool_runs_concatenates_samples_and_records_the_spread(tmp_path, make_re
         assert rec["runs"] == 3 and rec["rounds"] == [20, 20, 20]
         assert rec["spread"] == bl.run_spread(rec["medians"]) > 0
     path = tmp_path / "p.json"
-    bl.write_atomic(path, pooled)
+    atomic.write_json(path, pooled)
     assert bl.drifts(bl.load(path)) == {
         b["fullname"]: bl.run_drift(b["extra_info"][bl.RUNS_KEY]["medians"])
         for b in pooled["benchmarks"]
@@ -400,7 +400,7 @@ def test_append_samples_keeps_stats_consistent(tmp_path, make_result, gpu_like):
     assert a["stats"]["median"] == statistics.median(a["stats"]["data"])
     assert b["stats"]["rounds"] == 20
     path = tmp_path / "d.json"
-    bl.write_atomic(path, data)
+    atomic.write_json(path, data)
     bl.load(path)  # still valid: stats.rounds matches stats.data
 
 
@@ -444,7 +444,7 @@ def test_run_drift_refuses_fewer_than_two_positive_medians(medians):
 def test_one_slow_run_of_three_leaves_the_stored_threshold_at_its_floor():
     # the committed H200 baseline's m16-n2112-k7168: medians 18.64, 18.64, 19.43 us (one run in
     # a slow episode). The range made the threshold 2 x 4.2% = 8.5%, above a 5% slowdown.
-    from perfgate.stats import Settings
+    from perfgate.gate.stats import Settings
 
     s = Settings()
     drift = bl.run_drift([18.64e-6, 18.64e-6, 19.43e-6])

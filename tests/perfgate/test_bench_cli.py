@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import bench
 from perfgate.__main__ import build_parser, main
-from perfgate.baseline import load, write_atomic
+from perfgate.atomic import write_json as write_atomic
+from perfgate.commands import base, bench
+from perfgate.gate import paths
+from perfgate.gate.baseline import load
 from perfgate.isa import collect
+from perfgate.measure import session
 
 NAMES = [
     "tests/perf/test_leaderboard.py::test_leaderboard[m4-n2880-k512]",
@@ -36,7 +39,7 @@ def no_pytest(monkeypatch):
 
 
 def test_bench_without_gpu_runs_nothing_and_exits_0(monkeypatch, capsys, no_pytest, tmp_path):
-    monkeypatch.setattr(bench, "gpu_available", lambda: False)
+    monkeypatch.setattr(base, "gpu_available", lambda: False)
     monkeypatch.delenv("PERFGATE_REQUIRE_GPU", raising=False)
     assert main(["bench", "--mode", "both", "--results-dir", str(tmp_path)]) == 0
     assert "no GPU" in capsys.readouterr().out
@@ -44,14 +47,14 @@ def test_bench_without_gpu_runs_nothing_and_exits_0(monkeypatch, capsys, no_pyte
 
 
 def test_bench_without_gpu_is_an_error_when_a_gpu_is_required(monkeypatch, capsys, no_pytest):
-    monkeypatch.setattr(bench, "gpu_available", lambda: False)
+    monkeypatch.setattr(base, "gpu_available", lambda: False)
     monkeypatch.setenv("PERFGATE_REQUIRE_GPU", "1")
     assert main(["bench"]) == 2
     assert "PERFGATE_REQUIRE_GPU" in capsys.readouterr().err
 
 
 def test_update_without_gpu_writes_nothing_and_fails(monkeypatch, no_pytest, tmp_path):
-    monkeypatch.setattr(bench, "gpu_available", lambda: False)
+    monkeypatch.setattr(base, "gpu_available", lambda: False)
     monkeypatch.delenv("PERFGATE_REQUIRE_GPU", raising=False)
     assert main(["update-baselines", "--baselines-dir", str(tmp_path)]) == 2
     assert list(tmp_path.iterdir()) == []
@@ -59,7 +62,7 @@ def test_update_without_gpu_writes_nothing_and_fails(monkeypatch, no_pytest, tmp
 
 # -- the command line ---------------------------------------------------------------------------
 def test_default_pytest_command():
-    cmd = bench.pytest_command(
+    cmd = session.pytest_command(
         "device", Path("/r/device.json"), keyword=None, markers=None, extra=[]
     )
     assert cmd[1:4] == ["-m", "pytest", "tests/perf"]
@@ -74,27 +77,27 @@ def test_selection_and_passthrough_reach_pytest():
     args = _parse(
         "bench", "--mode", "leaderboard", "-k", "grid and n7168", "-m", "slow", "--", "-x"
     )
-    assert bench.passthrough(args.pytest_args) == ["-x"]
-    cmd = bench.pytest_command(
+    assert session.passthrough(args.pytest_args) == ["-x"]
+    cmd = session.pytest_command(
         "leaderboard", Path("l.json"), keyword=args.keyword, markers=args.markers, extra=["-x"]
     )
     assert cmd[cmd.index("-m", 2) + 1] == "slow"  # the user's -m replaces the default
     assert cmd[cmd.index("-k") + 1] == "grid and n7168"
     assert cmd[-1] == "-x" and "--perfgate-mode=leaderboard" in cmd
-    assert bench.selection_given(args.keyword, args.markers, ["-x"])
-    assert not bench.selection_given(None, None, [])
+    assert session.selection_given(args.keyword, args.markers, ["-x"])
+    assert not session.selection_given(None, None, [])
 
 
 def test_mode_option_maps_to_modes():
-    assert bench.modes("both") == bench.MODE_NAMES
-    assert bench.modes("leaderboard") == ("leaderboard",)
+    assert session.modes("both") == bench.MODE_NAMES
+    assert session.modes("leaderboard") == ("leaderboard",)
     with pytest.raises(ValueError, match="mode"):
-        bench.modes("nosuchmode")
+        session.modes("nosuchmode")
 
 
 def test_rerun_command_names_the_benchmarks_and_every_bench_marker():
     # the rerun of inconclusive grid benchmarks must not be deselected by "not slow"
-    cmd = bench.pytest_command(
+    cmd = session.pytest_command(
         "device", Path("d.json"), keyword=None, markers="bench", extra=[], targets=NAMES
     )
     assert cmd[3:5] == NAMES and "tests/perf" not in cmd
@@ -102,17 +105,17 @@ def test_rerun_command_names_the_benchmarks_and_every_bench_marker():
 
 
 def test_baseline_path_per_device_key():
-    assert bench.baseline_path(Path("pb"), "nvidia-h200", "device") == Path(
+    assert paths.baseline_path(Path("pb"), "nvidia-h200", "device") == Path(
         "pb/nvidia-h200/device.json"
     )
-    assert bench.baseline_path(Path("pb"), "gfx950-mi355x", "leaderboard") == Path(
+    assert paths.baseline_path(Path("pb"), "gfx950-mi355x", "leaderboard") == Path(
         "pb/gfx950-mi355x/leaderboard.json"
     )
     for bad in ("", "..", "a/b"):  # a key must never escape perf_baselines
         with pytest.raises(ValueError, match="device_key"):
-            bench.baseline_path(Path("pb"), bad, "device")
+            paths.baseline_path(Path("pb"), bad, "device")
     with pytest.raises(ValueError, match="mode"):
-        bench.baseline_path(Path("pb"), "nvidia-h200", "both")
+        paths.baseline_path(Path("pb"), "nvidia-h200", "both")
 
 
 # -- the flow, with a fake pytest ---------------------------------------------------------------
@@ -120,7 +123,7 @@ def test_baseline_path_per_device_key():
 def fake_gpu(monkeypatch, tmp_path, make_result, gpu_like):
     """A GPU machine whose pytest writes results with the samples in ``state["factor"]``."""
     state = {"factor": 1.0, "rc": 0, "commands": [], "names": NAMES, "fingerprint": {}}
-    monkeypatch.setattr(bench, "gpu_available", lambda: True)
+    monkeypatch.setattr(base, "gpu_available", lambda: True)
 
     def fake_run(cmd, cwd=None, env=None, check=False):
         state["commands"].append(cmd)
@@ -297,13 +300,13 @@ def test_a_failing_process_fails_the_run_without_a_comparison(fake_gpu, capsys):
 )
 def test_process_rounds_refuses_what_cannot_be_split(rounds, processes, message):
     with pytest.raises(ValueError, match=message):
-        bench.process_rounds(rounds, processes)
+        session.process_rounds(rounds, processes)
 
 
 def test_process_rounds_splits_evenly():
-    assert bench.process_rounds(400, 4) == [100] * 4
-    assert bench.process_rounds(10, 4) == [3, 3, 2, 2]
-    assert bench.process_rounds(7, 1) == [7]
+    assert session.process_rounds(400, 4) == [100] * 4
+    assert session.process_rounds(10, 4) == [3, 3, 2, 2]
+    assert session.process_rounds(7, 1) == [7]
 
 
 @pytest.mark.parametrize("runs", ["0", "21", "x"])
@@ -392,7 +395,7 @@ def test_no_warmup_pass_skips_it(fake_gpu):
 
 
 def test_every_look_of_bench_is_judged_at_alpha_over_looks(fake_gpu, monkeypatch):
-    from perfgate import stats
+    from perfgate.gate import stats
 
     assert main(["update-baselines", *fake_gpu["dirs"]]) == 0
     seen = []

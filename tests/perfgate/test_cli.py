@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from perfgate import modes
 from perfgate.__main__ import build_parser, main, plain_text, unexpected
+from perfgate.measure import modes
 
 ROOT = Path(__file__).resolve().parents[2]
 PROC = Path("/proc/self").is_dir()
@@ -115,7 +115,7 @@ def test_every_command_answers_bad_input_with_one_line_and_exit_2(files, case):
 
 
 def test_an_error_nothing_foresaw_is_one_line_exit_2_not_a_traceback(monkeypatch, capsys):
-    from perfgate import compare
+    from perfgate.commands import compare
 
     def broken(args):
         raise AttributeError("'list' object has no attribute 'get'")
@@ -142,7 +142,7 @@ def test_an_error_nothing_foresaw_is_one_line_exit_2_not_a_traceback(monkeypatch
 
 
 def test_an_interrupted_command_is_not_a_regression(monkeypatch, capsys):
-    from perfgate import compare
+    from perfgate.commands import compare
 
     def interrupted(args):
         raise KeyboardInterrupt
@@ -189,8 +189,8 @@ def test_the_command_list_holds_no_markup(capsys):
 
 
 def test_plain_text_removes_each_kind_of_markup():
-    assert plain_text(":mod:`perfgate.sampler` and ``x = 1`` and **bold** and `y`") == (
-        "perfgate.sampler and x = 1 and bold and y"
+    assert plain_text(":mod:`perfgate.measure.worker` and ``x = 1`` and **bold** and `y`") == (
+        "perfgate.measure.worker and x = 1 and bold and y"
     )
 
 

@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from perfgate import compare
-from perfgate.stats import Settings
+from perfgate import atomic
+from perfgate.commands import compare as compare_command
+from perfgate.gate import compare
+from perfgate.gate.stats import Settings
 
 LB = "tests/perf/test_gemm.py::test_leaderboard[m64-n7168-k2048]"
 GRID = "tests/perf/test_gemm.py::test_grid[m1|n4096-k512]"  # a pipe: markdown must escape it
@@ -447,7 +449,7 @@ def test_two_outputs_naming_one_file_are_refused(write_result, bench, tmp_path, 
 
 
 def test_the_settings_file_is_never_an_output(write_result, bench, capsys):
-    from perfgate.settings import PYPROJECT
+    from perfgate.gate.settings import PYPROJECT
 
     before = PYPROJECT.read_bytes()
     path = write_result("b.json", bench(0))
@@ -499,7 +501,9 @@ def test_inputs_that_once_crashed_are_one_line_exit_2(
 
 def test_bad_settings_are_a_caller_error(write_result, bench):
     path = write_result("b.json", bench(0))
-    with pytest.raises(TypeError, match=r"settings must be a perfgate\.stats\.Settings, got dict"):
+    with pytest.raises(
+        TypeError, match=r"settings must be a perfgate\.gate\.settings\.Settings, got dict"
+    ):
         compare.compare_files(path, path, settings={"alpha": 0.01})
 
 
@@ -508,7 +512,7 @@ def test_bad_settings_are_a_caller_error(write_result, bench):
 
 def cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="perfgate")
-    compare.register(parser.add_subparsers(dest="command", required=True))
+    compare_command.register(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     return args.func(args)
 
@@ -555,7 +559,7 @@ def test_cli_bad_option_is_exit_2(write_result, bench, capsys, option, message):
 def test_cli_settings_come_from_pyproject_and_options_override_them(
     write_result, bench, tmp_path, monkeypatch
 ):
-    from perfgate import settings
+    from perfgate.gate import settings
 
     seen = []
     monkeypatch.setattr(compare, "compare_files", lambda *a, **k: seen.append(k["settings"]) or 0)
@@ -575,7 +579,7 @@ def test_a_command_module_that_fails_to_import_is_an_error_naming_it(tmp_path, m
         ("broken_command", "No module named 'no_such_dependency_xyz'"),
         ("perfgate.no_such_command", "No module named 'perfgate.no_such_command'"),
     ]:
-        monkeypatch.setattr(entry, "_COMMAND_MODULES", ("perfgate.compare", name))
+        monkeypatch.setattr(entry, "_COMMAND_MODULES", ("perfgate.commands.compare", name))
         with pytest.raises(entry.CommandImportError, match=re.escape(name)):
             entry.build_parser()
         assert entry.main(["compare", "--help"]) == 2
@@ -606,7 +610,7 @@ def test_python_m_perfgate_compare_entry_point(write_result, bench, tmp_path):
     base = write_result("b.json", bench(0))
     cur = write_result("c.json", bench(100, lb=1.08))
     cmd = [sys.executable, "-m", "perfgate", "compare", str(base), str(cur), "--resamples", "200"]
-    root = Path(compare.__file__).parents[1]  # the repository, whatever pytest's cwd
+    root = Path(compare.__file__).parents[2]  # the repository, whatever pytest's cwd
     done = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=root)
     assert done.returncode == 1, done.stderr
     assert "FAIL: 1 regression, 2 unchanged" in done.stdout
@@ -675,13 +679,13 @@ def test_a_plain_comparison_reports_the_one_look_it_took(write_result, bench, tm
 
 
 def test_a_report_of_adaptive_looks_states_the_level_of_each(tmp_path):
-    from perfgate.report import Row
+    from perfgate.gate.report import Row
 
     rows = [Row("a", "unchanged", "r", ratio=1.0, ci_low=0.99, ci_high=1.01, threshold=0.03)]
     report = compare.make_report(rows, FAST, baseline_path="b", current_path="c",
                                  device_key="k", mode="device", allow_missing=False, looks=3)  # fmt: skip
     assert report.settings["looks"] == 3
-    from perfgate.report import render_markdown
+    from perfgate.gate.report import render_markdown
 
     assert "gives p < 0.01 / 3 looks and" in render_markdown(report)
 
@@ -691,7 +695,7 @@ def test_a_report_of_adaptive_looks_states_the_level_of_each(tmp_path):
 
 def _pooled(make_result, gpu_like, medians_factor, names=(LB,), n=60):
     """A baseline pooled from three runs whose medians sit at ``medians_factor`` x 20 us."""
-    from perfgate import baseline as bl
+    from perfgate.gate import baseline as bl
 
     runs = [
         make_result({name: gpu_like(10 * r + i, n, factor=f) for i, name in enumerate(names)})
@@ -706,7 +710,6 @@ def test_compare_against_a_pooled_baseline_uses_its_drift(
     # run medians 1.00, 1.02, 1.04: drift = 1.4826 x MAD 0.02 / 1.02 = 2.907%, threshold
     # 3 x that = 8.72%, far above the 2.5% floor and the 3% single-run floor: a 6% slowdown is
     # not a regression against it, though it is against one run of the same samples
-    from perfgate import baseline as bl
 
     pooled = _pooled(make_result, gpu_like, (1.00, 1.02, 1.04))
     medians = pooled["benchmarks"][0]["extra_info"]["perfgate_runs"]["medians"]
@@ -721,7 +724,7 @@ def test_compare_against_a_pooled_baseline_uses_its_drift(
     assert row["threshold"] == pytest.approx(expected, rel=1e-12)
     assert (code, row["verdict"]) == (0, "unchanged")
     single = dict(pooled, benchmarks=[dict(pooled["benchmarks"][0], extra_info={})])
-    bl.write_atomic(tmp_path / "single.json", single)
+    atomic.write_json(tmp_path / "single.json", single)
     run(tmp_path / "single.json", cur, json_out=tmp_path / "s.json")
     (row,) = json.loads((tmp_path / "s.json").read_text())["benchmarks"]
     assert row["verdict"] == "regression" and row["threshold"] < 0.05

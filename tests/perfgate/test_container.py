@@ -640,7 +640,7 @@ def _fake_launch(monkeypatch) -> dict:
         seen["spec"] = spec
         return 0
 
-    monkeypatch.setattr(container, "_client", lambda: object())
+    monkeypatch.setattr(container, "connect_engine", lambda: object())
     monkeypatch.setattr(container, "build_standin", fake_standin)
     monkeypatch.setattr(container, "build_image", fake_build)
     monkeypatch.setattr(container, "run_container", fake_run)
@@ -819,7 +819,7 @@ def test_no_engine_names_the_socket_and_the_podman_script(monkeypatch, docker_ho
     sdk = _sdk_without_engine("Error while fetching server API version\n  (long chain)")
     monkeypatch.setattr(container, "docker_sdk", lambda: sdk)
     with pytest.raises(ContainerError) as info:
-        container._client()
+        container.connect_engine()
     message = str(info.value)
     assert "\n" not in message
     assert f"reachable at {where} (_FakeDockerError: Error while fetching" in message
@@ -926,7 +926,7 @@ def test_real_engine_run_follows_the_spec(
 def test_real_engine_cli_end_to_end(
     engine, probe_image, cache_volume, tmp_path: Path, monkeypatch, capfd
 ) -> None:
-    monkeypatch.setattr(container, "_repo_root", lambda: tmp_path)
+    monkeypatch.setattr(container, "repo_root", lambda: tmp_path)
     monkeypatch.setenv("PERFGATE_PROBE_EXIT", "0")
     args = ["--no-build", "--allow-no-gpu", "--image", probe_image, "--cache-volume", cache_volume]
     status = _cli([*args, "--", "probe", "-x"])
@@ -939,7 +939,9 @@ def test_real_engine_cli_end_to_end(
 
 
 def _cli(argv: list[str]) -> int:
-    return container.main(argv)
+    from perfgate.__main__ import main
+
+    return main(["container", *argv])
 
 
 # ---- the container rehearsal: docker/Dockerfile on the stand-in base, the CPU session inside ----
@@ -977,7 +979,7 @@ def _checkout_of_this_tree(dest: Path) -> Path:
 def test_rehearsal_builds_the_dockerfile_on_the_stand_in_and_passes_the_cpu_session(
     engine, tmp_path, monkeypatch, capfd
 ):
-    """`python -m perfgate.container --stand-in-base --allow-no-gpu test`, for real: every layer
+    """`python -m perfgate container --stand-in-base --allow-no-gpu test`, for real: every layer
     of docker/Dockerfile but the base, the entrypoint, the mounts and the whole CPU test session
     inside. Cold (stand-in and image built) about 9 minutes on 2 cores, 3.5 minutes warm; the
     stand-in image, the suite's image on it and their cache volume are kept for the next run."""
@@ -985,7 +987,7 @@ def test_rehearsal_builds_the_dockerfile_on_the_stand_in_and_passes_the_cpu_sess
     if shutil.which("mmdebstrap") is None and not engine.images.list(name=standin):
         pytest.skip("no mmdebstrap to make the stand-in base (apt-get install mmdebstrap)")
     checkout = _checkout_of_this_tree(tmp_path / "checkout")
-    monkeypatch.setattr(container, "_repo_root", lambda: checkout)
+    monkeypatch.setattr(container, "repo_root", lambda: checkout)
     # The session inside is the plain CPU one, whatever job runs this test.
     for name in list(os.environ):
         if name.startswith(("PERFGATE_", "MXFP4_")) or name == "PYTEST_ADDOPTS":

@@ -4,14 +4,15 @@ stored-baseline verdicts, the true sizes, the rates with their intervals, and re
 from __future__ import annotations
 
 import json
+import time
 
 import numpy as np
 import pytest
 
-from perfgate import experiments
+from perfgate import experiment as experiments
 from perfgate.__main__ import main
-from perfgate.experiments import Trial
-from perfgate.stats import Settings
+from perfgate.experiment import Trial
+from perfgate.gate.stats import Settings
 
 FAST = Settings(n_resamples=300)
 TOTALS = [40, 80, 160]
@@ -194,7 +195,7 @@ def test_an_out_that_names_a_file_is_one_line_exit_2(tmp_path, capsys):
 
 def test_a_session_end_to_end_with_fake_workers(monkeypatch, tmp_path):
     # two fake workers: A plain, B plain and injected (the variant's level as its slowdown)
-    from perfgate import interleave
+    from perfgate.measure import interleave
 
     prepared = []
 
@@ -222,7 +223,7 @@ def test_a_session_end_to_end_with_fake_workers(monkeypatch, tmp_path):
         interleave, "measure", lambda s, n, out: asked.append(n) or real_measure(s, n, out)
     )
     calibration = {}
-    from perfgate import stats
+    from perfgate.gate import stats
 
     looks, real_compare = [], stats.compare_samples
     monkeypatch.setattr(
@@ -251,7 +252,7 @@ def test_the_stored_baseline_pools_baseline_runs_sessions_after_this_one():
     first = {t.session: t.a_plain for t in trials}
     base, drift = experiments.stored_baseline(trials, 3, "x", TOTALS[0], runs=3)
     assert base == first[4] + first[0] + first[1]  # the next three, cyclically
-    from perfgate.baseline import run_drift
+    from perfgate.gate.baseline import run_drift
 
     assert drift == run_drift([float(np.median(first[s])) for s in (4, 0, 1)])
     one, none = experiments.stored_baseline(trials, 0, "x", TOTALS[0], runs=1)
@@ -289,7 +290,8 @@ def test_detection_is_reported_against_each_trials_measured_size():
 def test_the_report_counts_what_ran_not_what_was_asked(monkeypatch, tmp_path, capsys):
     # --runs 3 --trials 2, but the budget stops it after 2 sessions; the re-analysis, asked for
     # no --trials (default 5) and other groups, says what the samples hold
-    from perfgate import bench, fingerprint, interleave
+    from perfgate.commands import base
+    from perfgate.measure import fingerprint, interleave
 
     class Side:
         def __init__(self, label, root, env=None):
@@ -307,9 +309,9 @@ def test_the_report_counts_what_ran_not_what_was_asked(monkeypatch, tmp_path, ca
             pass
 
     clock = iter(range(0, 10_000, 100))  # every reading 100 s later: one session "takes" 100+ s
-    monkeypatch.setattr(experiments.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
     monkeypatch.setattr(interleave, "SideProcess", Side)
-    monkeypatch.setattr(bench, "gpu_available", lambda: True)
+    monkeypatch.setattr(base, "gpu_available", lambda: True)
     monkeypatch.setattr(
         fingerprint,
         "collect",
@@ -336,7 +338,7 @@ def test_the_header_states_the_baseline_runs_used():
 
 
 def test_every_experiment_look_is_judged_at_alpha_over_looks(monkeypatch):
-    from perfgate import stats
+    from perfgate.gate import stats
 
     seen = []
     real = stats.compare_samples

@@ -1,4 +1,4 @@
-"""perfgate.fingerprint on the CPU: every contract key present, nulls where there is no GPU or
+"""perfgate.measure.fingerprint on the CPU: every contract key present, nulls where there is no GPU or
 tool, and the vendor tools' output parsed from canned text (the tools are absent here)."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from perfgate import baseline, fingerprint
+from perfgate import atomic
+from perfgate.gate import baseline
+from perfgate.measure import fingerprint
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -140,5 +142,5 @@ def test_machine_info_hook_writes_a_block_that_baseline_load_accepts(tmp_path, m
     data = make_result({"tests/perf/x.py::test_a": [1e-5, 2e-5]})
     data["machine_info"] = machine_info
     path = tmp_path / "leaderboard.json"
-    baseline.write_atomic(path, data)
+    atomic.write_json(path, data)
     assert baseline.mode(baseline.load(path)) == "leaderboard"

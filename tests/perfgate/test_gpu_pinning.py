@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perfgate.gpu_pinning import (
+from perfgate.measure.pinning import (
     amd_gpu_count,
     nvidia_gpu_count,
     pin_xdist_worker,
@@ -216,7 +216,7 @@ def test_malformed_worker_name_is_an_error(tmp_path: Path) -> None:
 # touched, only what each worker would hand its GPU runtime.
 
 _WORKER_CONFTEST = """
-from perfgate.gpu_pinning import pin_xdist_worker
+from perfgate.measure.pinning import pin_xdist_worker
 
 pin_xdist_worker()  # before anything touches the GPU, as tests/conftest.py does
 """

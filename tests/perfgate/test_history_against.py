@@ -10,11 +10,11 @@ import statistics
 
 import pytest
 
-from perfgate import baseline as bl
-from perfgate import compare
+from perfgate.gate import baseline as bl
+from perfgate.gate import compare
+from perfgate.gate.stats import Settings
 from perfgate.history import against, append, config, store
 from perfgate.history.records import read_run
-from perfgate.stats import Settings
 from tools.history_demo import DEFAULT_SOURCE, make_run, write_history
 
 CFG = config.load()

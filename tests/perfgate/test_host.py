@@ -1,4 +1,4 @@
-"""The host-path count gate (perfgate.host): counts are exact, an injected extra allocation,
+"""The host-path count gate (perfgate.gate.host_counts): counts are exact, an injected extra allocation,
 launch, sync or copy fails it naming the count and the call path, and a bad baseline is an error.
 
 Counted on the CPU: the interpreter's launch entry is stubbed (a launch is counted, not run), so
@@ -17,8 +17,10 @@ import torch
 from kernels import gemm
 from kernels.gemm_config import GemmConfig
 from kernels.shapes import GemmShape
-from perfgate import host
 from perfgate.__main__ import main
+from perfgate.gate import host_counts as host
+from perfgate.gate import paths
+from perfgate.measure import host_timer
 
 GPU = torch.cuda.is_available()
 SMALL = GemmShape(4, 64, 128)  # one program, no split
@@ -215,7 +217,7 @@ def test_the_committed_baseline_of_this_device_holds():
     Launches, allocations, copies and syncs always; python_calls under the Python it was
     recorded with (call names are CPython's)."""
     current = host.collect()
-    path = BASELINES / current["device_key"] / host.BASELINE_NAME
+    path = BASELINES / current["device_key"] / paths.HOST_COUNTS_NAME
     if not path.is_file():
         pytest.skip(f"no committed host count baseline for {current['device_key']}")
     baseline = host.load(path)
@@ -229,10 +231,10 @@ def test_the_committed_baseline_of_this_device_holds():
 
 # -- the host timing mode ----------------------------------------------------------------------------
 def test_host_timed_adds_host_seconds_per_call_cycling_inputs():
-    from perfgate.timing import DeviceClock
+    from perfgate.measure.clock import DeviceClock
 
     seen, ticks, clock = [], iter([10.0, 12.5]), DeviceClock()
-    timed = host.HostTimed(
+    timed = host_timer.HostTimed(
         lambda x: seen.append(x) or x,
         [(1,), (2,), (3,)],
         calls=5,
@@ -244,16 +246,16 @@ def test_host_timed_adds_host_seconds_per_call_cycling_inputs():
     assert clock.read() == 0.5  # 2.5 s over 5 calls (exact on the clock's quantum)
     assert timed.history == [(0.5, None)]
     with pytest.raises(ValueError, match="calls >= 1"):
-        host.HostTimed(print, [], calls=3)
+        host_timer.HostTimed(print, [], calls=3)
 
 
 def test_host_timed_with_a_reference_adds_the_ratio_of_interleaved_times():
-    from perfgate.timing import DeviceClock
+    from perfgate.measure.clock import DeviceClock
 
     order, clock = [], DeviceClock()
     # ticks: ref 1 s then work 3 s, ref 1 s then work 5 s: 8 s of work over 2 s of reference
     ticks = iter([0.0, 1.0, 4.0, 4.0, 5.0, 10.0])
-    timed = host.HostTimed(
+    timed = host_timer.HostTimed(
         lambda x: order.append(("work", x)) or x,
         [(1,), (2,)],
         calls=2,
@@ -263,14 +265,16 @@ def test_host_timed_with_a_reference_adds_the_ratio_of_interleaved_times():
     )
     assert timed() == 2
     assert order == [("ref", None), ("work", 1), ("ref", None), ("work", 2)]  # call by call
-    assert clock.read() == pytest.approx(4.0 * host.REFERENCE_SCALE_S, rel=1e-9)
+    assert clock.read() == pytest.approx(4.0 * host_timer.REFERENCE_SCALE_S, rel=1e-9)
     assert timed.history == [(4.0, 1.0)]  # seconds per call of each, for the report
     with pytest.raises(TypeError, match="reference must be callable"):
-        host.HostTimed(print, [(1,)], reference=3)
+        host_timer.HostTimed(print, [(1,)], reference=3)
 
 
 def test_host_timed_refuses_a_reference_that_takes_no_time():
-    timed = host.HostTimed(lambda: None, [()], calls=1, now=lambda: 1.0, reference=lambda: None)
+    timed = host_timer.HostTimed(
+        lambda: None, [()], calls=1, now=lambda: 1.0, reference=lambda: None
+    )
     with pytest.raises(RuntimeError, match=r"reference path took 0\.0 s"):
         timed()
 
@@ -279,11 +283,11 @@ def test_the_reference_path_reads_the_operands_and_allocates_the_output():
     import torch
 
     a, b = torch.zeros(4, 8, dtype=torch.bfloat16), torch.zeros(6, 8, dtype=torch.bfloat16)
-    key, out = host.reference_path((a, b, None), "cpu")()
+    key, out = host_timer.reference_path((a, b, None), "cpu")()
     assert out.shape == (4, 6) and out.dtype == torch.bfloat16
     assert key[0][:3] == ((4, 8), (8, 1), torch.bfloat16)
     with pytest.raises(ValueError, match="at least A and B"):
-        host.reference_path((a,), "cpu")
+        host_timer.reference_path((a,), "cpu")
 
 
 @pytest.mark.parametrize(
@@ -296,17 +300,17 @@ def test_the_reference_path_reads_the_operands_and_allocates_the_output():
     ],  # unset, whole, fraction, explicit 0
 )
 def test_host_delay_parses_microseconds(raw, seconds):
-    assert host.host_delay_seconds({host.INJECT_HOST_ENV: raw}) == seconds
+    assert host_timer.host_delay_seconds({host_timer.INJECT_HOST_ENV: raw}) == seconds
 
 
 @pytest.mark.parametrize("raw", ["five", "-1", "1e6", "nan"])
 def test_host_delay_refuses_nonsense(raw):
-    with pytest.raises(ValueError, match=host.INJECT_HOST_ENV):
-        host.host_delay_seconds({host.INJECT_HOST_ENV: raw})
+    with pytest.raises(ValueError, match=host_timer.INJECT_HOST_ENV):
+        host_timer.host_delay_seconds({host_timer.INJECT_HOST_ENV: raw})
 
 
 def test_with_host_delay_returns_the_calls_result():
-    assert host.with_host_delay(lambda a, b: a + b, 1e-6)(2, 3) == 5
+    assert host_timer.with_host_delay(lambda a, b: a + b, 1e-6)(2, 3) == 5
 
 
 @pytest.mark.parametrize(
@@ -323,17 +327,17 @@ def test_with_host_delay_returns_the_calls_result():
     ],
 )
 def test_each_mode_times_its_own_groups(mode, group, timed):
-    from perfgate import modes
+    from perfgate.measure import modes
 
     assert modes.times_group(mode, group) is timed
 
 
 def test_the_leaderboard_flush_outlasts_the_host_path():
-    from perfgate import timing
+    from perfgate.measure import flush
 
     # 2 GiB, at least 2x the cache: about 0.5 ms of GPU writes against a 10-90 us host path
-    assert timing.LEADERBOARD_FLUSH_BYTES == 2 << 30
-    assert timing.flush_bytes(256 << 20) < timing.LEADERBOARD_FLUSH_BYTES
+    assert flush.LEADERBOARD_FLUSH_BYTES == 2 << 30
+    assert flush.flush_bytes(256 << 20) < flush.LEADERBOARD_FLUSH_BYTES
 
 
 def test_gate_without_a_baseline_says_how_to_record_one(tmp_path, capsys, monkeypatch, clean):
@@ -343,7 +347,7 @@ def test_gate_without_a_baseline_says_how_to_record_one(tmp_path, capsys, monkey
     assert f"no host count baseline for device {clean['device_key']!r}" in err
     assert "python -m perfgate host --update" in err
     assert main(["host", "--update", "--baselines-dir", str(tmp_path)]) == 0
-    path = tmp_path / clean["device_key"] / host.BASELINE_NAME
+    path = tmp_path / clean["device_key"] / paths.HOST_COUNTS_NAME
     assert host.load(path) == clean  # exactly what was counted
     assert main(["host", "--gate", "--baselines-dir", str(tmp_path)]) == 0
 

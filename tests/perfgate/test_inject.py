@@ -1,11 +1,11 @@
-"""The injected slowdown's calibration (perfgate.inject): the cycles for a target time from two
+"""The injected slowdown's calibration (perfgate.measure.inject): the cycles for a target time from two
 timed sleeps. The sleep itself needs a GPU; its true size is measured by the experiment."""
 
 from __future__ import annotations
 
 import pytest
 
-from perfgate import inject
+from perfgate.measure import inject
 
 
 def test_cycles_come_from_the_line_through_two_timed_sleeps():
@@ -19,7 +19,7 @@ def test_cycles_come_from_the_line_through_two_timed_sleeps():
 @pytest.mark.parametrize(
     ("small", "large", "match"),
     [
-        ((200_000, 2e-4), (200_000, 4e-4), "small bytes < large"),  # same point twice
+        ((200_000, 2e-4), (200_000, 4e-4), "small size < large"),  # same point twice
         ((200_000, 4e-4), (1_600_000, 2e-4), "must take longer"),  # a clock that went backwards
     ],
 )

@@ -228,7 +228,7 @@ def test_identical_reports_pass(gfx950_report):
 
 def _shipped_isa() -> dict:
     """[tool.perfgate.isa] read straight from pyproject.toml: the gate's numbers, not its code."""
-    from perfgate.settings import tomllib  # tomli on Python 3.10
+    from perfgate.gate.settings import tomllib  # tomli on Python 3.10
 
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["perfgate"]["isa"]
 
@@ -246,7 +246,7 @@ def _shipped_isa() -> dict:
 def test_vgpr_growth_is_gated_at_the_larger_of_abs_and_rel(
     gfx950_report, baseline_vgpr, current_vgpr, regression
 ):
-    from perfgate.settings import IsaTolerances
+    from perfgate.gate.settings import IsaTolerances
 
     baseline, current = copy.deepcopy(gfx950_report), copy.deepcopy(gfx950_report)
     baseline["entries"][DOT]["vgpr"] = baseline_vgpr
@@ -264,7 +264,7 @@ def test_baseline_claiming_more_vgprs_is_an_improvement(gfx950_report):
 
 
 def test_vgpr_tolerance_comes_from_the_settings(gfx950_report):
-    from perfgate.settings import IsaTolerances, defaults
+    from perfgate.gate.settings import IsaTolerances, defaults
 
     shipped = _shipped_isa()
     assert defaults().isa.vgpr_tolerance_abs == shipped["vgpr_tolerance_abs"]
@@ -286,14 +286,16 @@ def test_vgpr_tolerance_comes_from_the_settings(gfx950_report):
     comparison = gate.compare(baseline, gfx950_report, tolerances=strict)
     assert [(r.metric, r.verdict) for r in comparison.rows] == [("vgpr", gate.REGRESSION)]
     assert comparison.tolerances == strict
-    with pytest.raises(TypeError, match=r"tolerances must be a perfgate\.settings\.IsaTolerances"):
+    with pytest.raises(
+        TypeError, match=r"tolerances must be a perfgate\.gate\.settings\.IsaTolerances"
+    ):
         gate.compare(baseline, gfx950_report, tolerances={"vgpr_tolerance_abs": 0})
 
 
 def test_render_echoes_the_tolerances_it_used(gfx950_report):
     from rich.console import Console
 
-    from perfgate.settings import IsaTolerances
+    from perfgate.gate.settings import IsaTolerances
 
     tolerances = IsaTolerances(vgpr_tolerance_abs=6, vgpr_tolerance_rel=0.1)
     comparison = gate.compare(gfx950_report, gfx950_report, tolerances=tolerances)

@@ -8,9 +8,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from perfgate import baseline, bench, modes, plugin
+from perfgate import plugin
+from perfgate.catalog import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
+from perfgate.commands import bench
+from perfgate.gate import baseline
+from perfgate.measure import harness as prepared
+from perfgate.measure import modes
 from perfgate.plugin import RoundRobin, Settings
-from perfgate.shapes import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
 
 pytest_plugins = ["pytester"]
 
@@ -29,7 +33,6 @@ def test_modes_are_defined_once_and_shared():
     assert modes.MODE_NAMES == ("device", "leaderboard", "host")
     assert bench.MODE_NAMES is modes.MODE_NAMES
     assert baseline.MODES is modes.MODE_NAMES
-    assert modes.get("leaderboard").default_rounds == 400
     with pytest.raises(
         ValueError, match="mode must be one of device, leaderboard, host, got 'wall'"
     ):
@@ -44,7 +47,7 @@ def test_mode_rejects_bad_names(name):
 
 def test_every_mode_has_its_rounds_in_the_settings_table():
     # the rounds keys are derived from the modes, and pyproject.toml must give each a value
-    from perfgate import settings
+    from perfgate.gate import settings
 
     assert set(settings.defaults().rounds) == set(modes.MODE_NAMES)
     assert set(settings.defaults().processes) == set(modes.MODE_NAMES)
@@ -90,7 +93,7 @@ def test_settings_refuse_bad_options(args, message):
 # -- the plugin in a pytest run -----------------------------------------------------------------
 BENCH_OK = """
 import pytest
-from perfgate.timing import device_clock
+from perfgate.measure.clock import device_clock
 
 @pytest.mark.benchmark(group="g", timer=device_clock)
 def test_timed(benchmark):
@@ -163,7 +166,7 @@ def test_benchmark_without_the_device_clock_is_refused(pytester):
     result.stderr.fnmatch_lines(
         [
             "ERROR: test_y.py::test_host_timed: every perfgate benchmark must be marked "
-            "@pytest.mark.benchmark(timer=perfgate.timing.device_clock, group=...) (1 more)"
+            "@pytest.mark.benchmark(timer=perfgate.measure.clock.device_clock, group=...) (1 more)"
         ]
     )
 
@@ -194,14 +197,14 @@ def test_machine_info_block():
 def test_reducer_oracle_sums_in_split_order():
     partials = torch.tensor([1e8, 1.0, -1e8, 0.5]).reshape(4, 1, 1)
     # in order: (1e8 + 1) rounds back to 1e8 in fp32, so the 1 is lost: 0.5, not 1.5
-    assert plugin.reducer_oracle(partials).view(torch.int16).tolist() == [[0x3F00]]
+    assert prepared.reducer_oracle(partials).view(torch.int16).tolist() == [[0x3F00]]
 
 
 def test_check_exact_matches_nan_by_position_not_by_bits():
     ref = _bf16([0x3F80, 0xFFFF, 0x0000])  # torch's CPU cast writes NaN as 0xFFFF
     out = _bf16([0x3F80, 0x7FC0, 0x0000])  # the reducers write 0x7FC0
     assert not torch.equal(out, ref)  # what the old oracle check refused
-    plugin.check_exact(out, ref, "nan")
+    prepared.check_exact(out, ref, "nan")
 
 
 @pytest.mark.parametrize(
@@ -215,14 +218,14 @@ def test_check_exact_matches_nan_by_position_not_by_bits():
 def test_check_exact_refuses_any_other_difference(bits, why):
     ref = _bf16([0x3F80, 0xFFFF, 0x0000])
     with pytest.raises(AssertionError, match=r"wrong reducer output \(copy 3\).*1 of 3 elements"):
-        plugin.check_exact(_bf16(bits), ref, "copy 3")
+        prepared.check_exact(_bf16(bits), ref, "copy 3")
 
 
 def test_check_gemm_uses_the_leaderboard_rule():
     ref = torch.tensor([[1.0, float("nan")]], dtype=torch.bfloat16)
-    plugin.check_gemm(torch.tensor([[1.01, float("nan")]], dtype=torch.bfloat16), ref, "ok")
+    prepared.check_gemm(torch.tensor([[1.01, float("nan")]], dtype=torch.bfloat16), ref, "ok")
     with pytest.raises(AssertionError, match=r"wrong GEMM output \(bad\)"):
-        plugin.check_gemm(torch.tensor([[1.1, float("nan")]], dtype=torch.bfloat16), ref, "bad")
+        prepared.check_gemm(torch.tensor([[1.1, float("nan")]], dtype=torch.bfloat16), ref, "bad")
 
 
 # -- sizes --------------------------------------------------------------------------------------
@@ -279,24 +282,24 @@ def test_with_extra_runs_the_extra_pass_after_the_call():
 
 # -- the inputs and calls the harness and the A/B workers time, on the device under test ---------
 def test_gemm_device_calls_reproduce_their_references(device):
-    # the harness and perfgate.sampler build the timed work from these: each call must write
+    # the harness and perfgate.measure.worker build the timed work from these: each call must write
     # its own output and give the reference of its own input set, bit for bit here (compiled on
     # a GPU, interpreted on a CPU)
-    sets, refs = plugin.gemm_inputs(GemmShape(2, 32, 128), 2, device.type)
+    sets, refs = prepared.gemm_inputs(GemmShape(2, 32, 128), 2, device.type)
     assert [d[0].shape for d in sets] == [(2, 128)] * 2
     assert {d[0].device.type for d in sets} == {device.type}
     assert not torch.equal(sets[0][0], sets[1][0])  # distinct seeds: distinct inputs
-    outs = [call() for call in plugin.gemm_device_calls(sets, refs)]
+    outs = [call() for call in prepared.gemm_device_calls(sets, refs)]
     assert outs[0].data_ptr() != outs[1].data_ptr()
-    plugin.check_all(outs, refs, plugin.check_gemm, f"call on {device.type}")
+    prepared.check_all(outs, refs, prepared.check_gemm, f"call on {device.type}")
 
 
 def test_reducer_arg_sets_reproduce_their_references(device):
     from kernels.splitk import reduce_partials
 
-    partials, refs = plugin.reducer_inputs(ReducerCase(3, 2, 64), 2, device.type)
+    partials, refs = prepared.reducer_inputs(ReducerCase(3, 2, 64), 2, device.type)
     assert [tuple(p.shape) for p in partials] == [(3, 2, 64)] * 2
     assert {p.device.type for p in partials} == {device.type}
-    arg_sets = plugin.reducer_arg_sets(partials, refs)
+    arg_sets = prepared.reducer_arg_sets(partials, refs)
     outs = [reduce_partials(*args) for args in arg_sets]
-    plugin.check_all(outs, refs, plugin.check_exact, f"call on {device.type}")
+    prepared.check_all(outs, refs, prepared.check_exact, f"call on {device.type}")

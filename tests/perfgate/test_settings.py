@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import settings
 from perfgate.__main__ import build_parser
-from perfgate.stats import Settings
+from perfgate.gate import settings
+from perfgate.gate.stats import Settings
 
 ROOT = Path(__file__).parents[2]
 SHIPPED = (ROOT / "pyproject.toml").read_text()
@@ -64,7 +64,7 @@ def test_docs_settings_table_matches_pyproject():
 
 
 def test_rounds_exist_for_every_timing_mode():
-    from perfgate import baseline
+    from perfgate.gate import baseline
 
     assert set(settings.defaults().rounds) == set(baseline.MODES)
 
@@ -247,12 +247,12 @@ def test_resamples_keeps_its_old_spelling():
 
 
 def test_bench_and_update_refuse_a_bad_override_before_anything_runs(monkeypatch, capsys):
-    from perfgate import bench
+    from perfgate.commands import base
 
     def no_gpu_check():
         raise AssertionError("a bad setting must be refused before looking for a GPU")
 
-    monkeypatch.setattr(bench, "gpu_available", no_gpu_check)
+    monkeypatch.setattr(base, "gpu_available", no_gpu_check)
     for argv in (["bench", "--alpha", "0.6"], ["update-baselines", "--alpha", "0.6"]):
         args = build_parser().parse_args(argv)
         assert args.func(args) == 2
@@ -262,11 +262,11 @@ def test_bench_and_update_refuse_a_bad_override_before_anything_runs(monkeypatch
 
 
 def test_bench_passes_a_rounds_override_to_its_suite_only():
-    from perfgate import bench
+    from perfgate.measure import session
 
     args = build_parser().parse_args(["bench", "--rounds-leaderboard", "300", "--", "-x"])
-    assert bench._rounds_override("leaderboard", args) == ["--perfgate-rounds=300"]
-    assert bench._rounds_override("device", args) == []  # the plugin reads the table
+    assert session.rounds_override("leaderboard", args) == ["--perfgate-rounds=300"]
+    assert session.rounds_override("device", args) == []  # the plugin reads the table
 
 
 def test_pyproject_is_read_with_the_standard_parser():
@@ -277,7 +277,7 @@ def test_pyproject_is_read_with_the_standard_parser():
 
 # --- ranges: every numeric setting has one, in its error and its help -------------------------
 
-# Written out here, not read from perfgate.settings: the ranges a user may ask for.
+# Written out here, not read from perfgate.gate.settings: the ranges a user may ask for.
 RANGES = {
     "alpha": "a number in (0, 0.5)",
     "min_effect": "a fraction in [0, 1), e.g. 0.03 for 3%",
@@ -384,12 +384,12 @@ def test_compare_is_not_refused_over_rounds_it_does_not_use(capsys):
 
 
 def test_more_processes_than_rounds_is_refused_by_the_settings_check(monkeypatch, capsys):
-    from perfgate import bench
+    from perfgate.commands import base
 
     def no_gpu_check():
         raise AssertionError("a bad setting must be refused before looking for a GPU")
 
-    monkeypatch.setattr(bench, "gpu_available", no_gpu_check)
+    monkeypatch.setattr(base, "gpu_available", no_gpu_check)
     argv = ["bench", "--mode", "leaderboard", "--processes-leaderboard", "16"]
     args = build_parser().parse_args([*argv, "--rounds-leaderboard", "10"])
     assert args.func(args) == 2

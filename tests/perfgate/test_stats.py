@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from perfgate.stats import (
+from perfgate.gate.stats import (
     IMPROVEMENT,
     INCONCLUSIVE,
     REGRESSION,
@@ -275,7 +275,9 @@ def test_bad_settings(kwargs, error, match):
 
 
 def test_settings_must_be_settings():
-    with pytest.raises(TypeError, match=r"settings must be a perfgate.stats.Settings, got dict"):
+    with pytest.raises(
+        TypeError, match=r"settings must be a perfgate.gate.stats.Settings, got dict"
+    ):
         compare_samples([1.0] * 10, [1.0] * 10, {"alpha": 0.01})
 
 
@@ -288,7 +290,7 @@ def test_confidence_level_matches_alpha():
 # -- the bootstrap interval's coverage (a 50% interval instead of 98% once went unnoticed) -----
 def _null_coverage(level: float, trials: int = 300) -> float:
     """How often the interval at ``level`` contains the true ratio 1 on seeded null data."""
-    from perfgate.stats import bootstrap_ratio_ci
+    from perfgate.gate.stats import bootstrap_ratio_ci
 
     rng = np.random.default_rng(7)
     settings = Settings(n_resamples=1000)
@@ -312,7 +314,7 @@ def test_a_50_percent_interval_would_fail_the_coverage_check():
 
 
 def test_large_sides_are_bootstrapped_m_out_of_n_with_the_full_width():
-    from perfgate.stats import bootstrap_ratio_ci
+    from perfgate.gate.stats import bootstrap_ratio_ci
 
     rng = np.random.default_rng(3)
     base, cur = 1 + 0.01 * rng.standard_normal((2, 20_000))

@@ -1,4 +1,4 @@
-"""perfgate.timing on the CPU: the device clock's arithmetic with fake events, flush and rotation
+"""perfgate.measure.timing on the CPU: the device clock's arithmetic with fake events, flush and rotation
 sizing from device facts, the injected-slowdown sizing, and pytest-benchmark really storing what
 the fake device measured."""
 
@@ -13,7 +13,17 @@ from pathlib import Path
 import pytest
 
 from kernels.device import H200, MI355X
-from perfgate import timing
+from perfgate.measure import launch as launch_module
+from perfgate.measure.clock import (
+    SECONDS_QUANTUM,
+    DeviceClock,
+    Timed,
+    measure,
+    quantize_seconds,
+)
+from perfgate.measure.flush import CacheFlush, flush_bytes, gate_flush, rotation_count
+from perfgate.measure.inject import INJECT_ENV, slowdown_fraction, solve_line
+from perfgate.measure.launch import Launch, median_per_call
 
 pytest_plugins = ["pytester"]
 
@@ -49,14 +59,14 @@ class FakeEvent:
 
 # -- the clock ----------------------------------------------------------------------------------
 def test_clock_differences_are_exactly_the_added_samples():
-    clock = timing.DeviceClock()
+    clock = DeviceClock()
     # 0.1 s first: without the quantum, (0.1 + x) - 0.1 != x in float64 for these x
     samples = [0.1, 3.3e-6, 1.7e-5, 4.1e-6, 1e-9]
     for x in samples:
         before = clock.read()
         clock.add(x)
-        assert clock.read() - before == timing.quantize_seconds(x)
-        assert abs(timing.quantize_seconds(x) - x) <= timing.SECONDS_QUANTUM / 2
+        assert clock.read() - before == quantize_seconds(x)
+        assert abs(quantize_seconds(x) - x) <= SECONDS_QUANTUM / 2
 
 
 @pytest.mark.parametrize(
@@ -70,14 +80,14 @@ def test_clock_differences_are_exactly_the_added_samples():
     ],
 )
 def test_clock_rejects_bad_samples(bad, exc):
-    clock = timing.DeviceClock()
+    clock = DeviceClock()
     with pytest.raises(exc, match="seconds"):
         clock.add(bad)
     assert clock.read() == 0.0
 
 
 def test_clock_refuses_to_lose_exactness_and_resets():
-    clock = timing.DeviceClock()
+    clock = DeviceClock()
     clock.add(4095.0)  # just under 2**12 s: still exact
     with pytest.raises(OverflowError, match="reset"):
         clock.add(1.0)  # reaching 2**12 s would make differences inexact
@@ -87,29 +97,29 @@ def test_clock_refuses_to_lose_exactness_and_resets():
 
 # -- events around the work ---------------------------------------------------------------------
 def test_timed_adds_elapsed_device_time_per_call():
-    dev, clock = FakeDevice(), timing.DeviceClock()
+    dev, clock = FakeDevice(), DeviceClock()
 
     def work(x):
         dev.now_ms += 0.25  # the graph replay: 4 calls of 62.5 us
         return x * 2
 
-    timed = timing.Timed(work, calls=4, clock=clock, event=dev.event)
+    timed = Timed(work, calls=4, clock=clock, event=dev.event)
     dev.now_ms = 10.0  # a busy device before: only the time between the events counts
     assert timed(21) == 42
     assert timed.last == 42
-    assert clock.read() == timing.quantize_seconds(0.25 / 1000 / 4)
+    assert clock.read() == quantize_seconds(0.25 / 1000 / 4)
     assert dev.synchronized == 1  # the end event is waited for before reading it
 
 
 @pytest.mark.parametrize("calls", [0, -1, 1.5, True])
 def test_timed_rejects_bad_call_counts(calls):
     with pytest.raises(ValueError, match="calls"):
-        timing.Timed(lambda: None, calls=calls)
+        Timed(lambda: None, calls=calls)
 
 
 def test_timed_rejects_non_callable():
     with pytest.raises(TypeError, match="work"):
-        timing.Timed(42)
+        Timed(42)
 
 
 _BENCH_TEST = """
@@ -120,12 +130,12 @@ from pathlib import Path
 
 import pytest
 
-from perfgate import timing
+from perfgate.measure.clock import CLOCK, Timed, device_clock, measure, quantize_seconds
 
 {fakes}
 
 
-@pytest.mark.benchmark(timer=timing.device_clock)
+@pytest.mark.benchmark(timer=device_clock)
 def test_device_time_not_host_time(benchmark):
     assert not benchmark.disabled  # a disabled benchmark would measure nothing
     dev = FakeDevice()
@@ -136,11 +146,11 @@ def test_device_time_not_host_time(benchmark):
         dev.now_ms += next(script)
         time.sleep(0.002)  # host time that must not reach the samples
 
-    target = timing.Timed(work, event=dev.event)
-    timing.CLOCK.add(1.0)  # leftovers from an earlier benchmark: measure() resets
-    timing.measure(benchmark, target, setup=lambda: setups.append(1), rounds=4, warmup_rounds=1)
+    target = Timed(work, event=dev.event)
+    CLOCK.add(1.0)  # leftovers from an earlier benchmark: measure() resets
+    measure(benchmark, target, setup=lambda: setups.append(1), rounds=4, warmup_rounds=1)
     assert benchmark.stats.stats.data == [
-        timing.quantize_seconds(ms / 1000) for ms in (0.25, 0.125, 1.0, 0.75)
+        quantize_seconds(ms / 1000) for ms in (0.25, 0.125, 1.0, 0.75)
     ]
     assert len(setups) == 5  # the flush ran before every round, warm-up included
 """
@@ -168,9 +178,9 @@ def test_measure_refuses_a_host_timer():
             raise AssertionError("must not run")
 
     with pytest.raises(RuntimeError, match="device_clock"):
-        timing.measure(
+        measure(
             HostTimedBenchmark(),
-            timing.Timed(lambda: None),
+            Timed(lambda: None),
             setup=lambda: None,
             rounds=2,
             warmup_rounds=0,
@@ -186,13 +196,13 @@ def test_measure_refuses_a_host_timer():
     ],
 )
 def test_flush_is_twice_the_last_level_cache(info, expected):
-    assert timing.flush_bytes(info.last_level_cache_bytes) == expected
+    assert flush_bytes(info.last_level_cache_bytes) == expected
 
 
 def test_gate_flush_is_the_flush_policy():
-    flush = timing.gate_flush(4096, "cpu")
-    assert isinstance(flush, timing.CacheFlush)
-    assert flush.nbytes == timing.flush_bytes(4096) == 8192
+    flush = gate_flush(4096, "cpu")
+    assert isinstance(flush, CacheFlush)
+    assert flush.nbytes == flush_bytes(4096) == 8192
     flush()
     flush()
     assert flush._buffer.unique().tolist() == [2]  # a new value each time: a real write
@@ -205,7 +215,7 @@ def test_flush_holds_the_gpu_after_its_write(monkeypatch):
     import torch
 
     order = []
-    flush = timing.CacheFlush(16, "cpu", hold=lambda: order.append(("hold", flush._count)))
+    flush = CacheFlush(16, "cpu", hold=lambda: order.append(("hold", flush._count)))
     real_fill = torch.Tensor.fill_
     monkeypatch.setattr(
         torch.Tensor, "fill_", lambda t, v: (order.append(("fill", v)), real_fill(t, v))[1]
@@ -214,7 +224,7 @@ def test_flush_holds_the_gpu_after_its_write(monkeypatch):
     flush()
     assert order == [("fill", 1), ("hold", 1), ("fill", 2), ("hold", 2)]
     with pytest.raises(TypeError, match="hold must be callable or None, got int"):
-        timing.CacheFlush(16, "cpu", hold=5)
+        CacheFlush(16, "cpu", hold=5)
 
 
 # SM clocks from the vendors' figures, not from perfgate: the H200's 1980 MHz boost clock
@@ -231,7 +241,7 @@ def test_the_flush_holds_a_gpu_for_the_time_the_docs_state(monkeypatch):
     slept = []
     monkeypatch.setattr(torch.cuda, "_sleep", slept.append)
     monkeypatch.setattr(torch, "empty", lambda *a, **k: torch.zeros(4, dtype=torch.int32))
-    flush = timing.gate_flush(4096, "cuda")
+    flush = gate_flush(4096, "cuda")
     flush()
     flush()
     assert len(slept) == 2 and slept[0] == slept[1] and isinstance(slept[0], int)
@@ -250,7 +260,7 @@ def test_median_per_call_warms_up_then_times_one_launch_after_flushes(monkeypatc
 
     ran: list = []
     calls = [lambda i=i: ran.append(i) for i in range(3)]
-    launch = timing.Launch("graph", lambda: ran.append("replay"), [])
+    launch = Launch("graph", lambda: ran.append("replay"), [])
 
     def fake_build(got_calls, *, graph):
         ran.append(("build", list(got_calls) == calls, graph))
@@ -261,21 +271,21 @@ def test_median_per_call_warms_up_then_times_one_launch_after_flushes(monkeypatc
         return 1.5e-6
 
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: ran.append("sync"))
-    monkeypatch.setattr(timing, "build_launch", fake_build)
-    monkeypatch.setattr(timing, "probe_median", fake_probe)
-    assert timing.median_per_call(calls, "flush", rounds=7, graph=False) == (1.5e-6, launch)
+    monkeypatch.setattr(launch_module, "build_launch", fake_build)
+    monkeypatch.setattr(launch_module, "probe_median", fake_probe)
+    assert median_per_call(calls, "flush", rounds=7, graph=False) == (1.5e-6, launch)
     assert ran == [0, 1, 2, "sync", ("build", True, False), ("probe", True, "flush", 3, 7)]
     with pytest.raises(ValueError, match="at least one call"):
-        timing.median_per_call([], "flush", rounds=7)
+        median_per_call([], "flush", rounds=7)
 
 
 def test_flush_refuses_what_cannot_flush():
     with pytest.raises(ValueError, match="interpreter"):
-        timing.flush_bytes(0)  # the interpreter's device facts: no cache, no benchmark
+        flush_bytes(0)  # the interpreter's device facts: no cache, no benchmark
     with pytest.raises(ValueError, match="factor"):
-        timing.flush_bytes(2**20, factor=1)  # exactly the cache leaves lines behind
+        flush_bytes(2**20, factor=1)  # exactly the cache leaves lines behind
     with pytest.raises(TypeError, match="last_level_cache_bytes"):
-        timing.flush_bytes(2.0**20)
+        flush_bytes(2.0**20)
 
 
 @pytest.mark.parametrize(
@@ -289,28 +299,29 @@ def test_flush_refuses_what_cannot_flush():
     ],
 )
 def test_rotation_count(set_bytes, cache_bytes, expected):
-    assert timing.rotation_count(set_bytes, cache_bytes) == expected
+    assert rotation_count(set_bytes, cache_bytes) == expected
 
 
 def test_rotation_count_rejects_bad_sizes():
     with pytest.raises(ValueError, match="set_bytes"):
-        timing.rotation_count(0, 2**20)
+        rotation_count(0, 2**20)
     with pytest.raises(ValueError, match="minimum"):
-        timing.rotation_count(1, 2**20, minimum=5, maximum=4)
+        rotation_count(1, 2**20, minimum=5, maximum=4)
 
 
 # -- injected slowdown ------------------------------------------------------------------------
-def test_pass_bytes_inverts_the_linear_copy_model():
-    # a copy costs 2 us + 1 s per 2**40 bytes; 2**20 B and 2**26 B give exact dyadic times
+def test_solve_line_inverts_the_linear_cost_model():
+    # a unit costs 2 us + 1 s per 2**40 units; 2**20 and 2**26 units give exact dyadic times
     a, b = 2e-6, 2.0**-40
     small, large = (2**20, a + b * 2**20), (2**26, a + b * 2**26)
     target = a + b * 40 * 4096 * 1024
-    assert timing.pass_bytes(target, small, large) == 40 * 4096 * 1024
+    assert solve_line(target, small, large) == 40 * 4096 * 1024
 
 
-def test_pass_bytes_never_goes_below_the_floor():
-    # asking for 1 us when the launch floor alone is 2 us: the smallest copy, not a negative one
-    assert timing.pass_bytes(1e-6, (2**20, 3e-6), (2**26, 5e-6)) == 4096
+def test_solve_line_never_goes_below_the_floor():
+    # asking for 1 us when the launch floor alone is 2 us: the minimum, not a negative size
+    assert solve_line(1e-6, (2**20, 3e-6), (2**26, 5e-6)) == 1
+    assert solve_line(1e-6, (2**20, 3e-6), (2**26, 5e-6), minimum=4096) == 4096
 
 
 @pytest.mark.parametrize(
@@ -321,9 +332,9 @@ def test_pass_bytes_never_goes_below_the_floor():
         ((2**20, 2e-6), (2**26, 5e-6), 0.0),  # nothing to inject
     ],
 )
-def test_pass_bytes_rejects_bad_measurements(small, large, target):
+def test_solve_line_rejects_bad_measurements(small, large, target):
     with pytest.raises(ValueError):
-        timing.pass_bytes(target, small, large)
+        solve_line(target, small, large)
 
 
 @pytest.mark.parametrize(
@@ -331,11 +342,11 @@ def test_pass_bytes_rejects_bad_measurements(small, large, target):
     [("", 0.0), ("0", 0.0), ("0.05", 0.05), (" 0.1 ", 0.1)],
 )
 def test_slowdown_fraction(raw, expected):
-    assert timing.slowdown_fraction({timing.INJECT_ENV: raw}) == expected
-    assert timing.slowdown_fraction({}) == 0.0
+    assert slowdown_fraction({INJECT_ENV: raw}) == expected
+    assert slowdown_fraction({}) == 0.0
 
 
 @pytest.mark.parametrize("raw", ["5%", "1", "-0.05", "nan"])
 def test_slowdown_fraction_rejects_nonsense(raw):
-    with pytest.raises(ValueError, match=timing.INJECT_ENV):
-        timing.slowdown_fraction({timing.INJECT_ENV: raw})
+    with pytest.raises(ValueError, match=INJECT_ENV):
+        slowdown_fraction({INJECT_ENV: raw})

@@ -31,12 +31,14 @@ the true size of every trial independently and print detection against it.
 
 from __future__ import annotations
 
+import os
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from perfgate import timing
+from perfgate.measure.clock import flushed_rounds
+from perfgate.measure.launch import probe_median
 
 # Two points for the seconds per cycle: about 0.1 ms and 0.8 ms on a ~2 GHz clock, long enough
 # that the event resolution (~0.5 us) is negligible, short enough to take milliseconds.
@@ -54,7 +56,7 @@ def sleep_cycles(target_seconds: float, small: tuple[int, float], large: tuple[i
 
     At least 1 cycle: a target below the launch floor still gets a sleep node, and the measured
     true size then says how much was really added."""
-    return timing.pass_bytes(target_seconds, small, large, minimum=1, align=1)
+    return solve_line(target_seconds, small, large)
 
 
 def seconds_per_cycle(small: tuple[int, float], large: tuple[int, float]) -> float:
@@ -149,7 +151,7 @@ def timing_points(flush: Callable[[], None]) -> tuple[tuple[int, float], tuple[i
     """Two timed long sleeps ``(cycles, seconds)`` (needs a GPU)."""
     points = []
     for cycles in CALIBRATION_CYCLES:
-        seconds = timing.probe_median(DeviceSleep(cycles), flush, calls=1, rounds=9)
+        seconds = probe_median(DeviceSleep(cycles), flush, calls=1, rounds=9)
         points.append((cycles, seconds))
     return points[0], points[1]
 
@@ -163,15 +165,11 @@ def true_size(
 ) -> float:
     """``median(injected) / median(plain) - 1`` over ``rounds`` flushed rounds of each, in
     alternating order (ABBA), so that clock or temperature drift hits both alike (needs a GPU)."""
-    clock = timing.DeviceClock()
-    timed = {0: timing.Timed(plain, clock=clock), 1: timing.Timed(injected, clock=clock)}
+    work = {0: plain, 1: injected}
     samples: dict[int, list[float]] = {0: [], 1: []}
     for r in range(rounds):
         for side in (0, 1) if r % 2 == 0 else (1, 0):
-            flush()
-            before = clock.read()
-            timed[side]()
-            samples[side].append(clock.read() - before)
+            samples[side] += flushed_rounds(work[side], flush, 1)
     return statistics.median(samples[1]) / statistics.median(samples[0]) - 1
 
 
@@ -184,3 +182,50 @@ def describe(sleep: Any, calibration: Calibration | None = None) -> dict[str, An
     if calibration is not None:
         out["calibration"] = calibration.as_dict()
     return out
+
+
+# -- by hand: ``MXFP4_BENCH_INJECT_SLOWDOWN`` in a pytest benchmark run ---------------------------
+INJECT_ENV = "MXFP4_BENCH_INJECT_SLOWDOWN"
+
+
+def env_number(environ: Mapping[str, str], name: str, example: str, upper: float) -> float:
+    """The number in environment variable ``name``, in [0, upper) (0 when unset or blank); a
+    one-line error naming the variable, with ``example``, for anything else."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be {example}, got {raw!r}") from None
+    if not 0.0 <= value < upper:  # also refuses nan
+        raise ValueError(f"{name} must be in [0, {upper:g}), got {raw!r}")
+    return value
+
+
+def slowdown_fraction(environ: Mapping[str, str] = os.environ) -> float:
+    """The injected slowdown asked for with ``MXFP4_BENCH_INJECT_SLOWDOWN`` (0 when unset)."""
+    return env_number(environ, INJECT_ENV, "a fraction such as 0.05", 1.0)
+
+
+def sleep_for(target_seconds: float, flush: Callable[[], None]) -> DeviceSleep:
+    """A sleep of about ``target_seconds`` from the two timed long sleeps (open loop): the
+    benchmark records its measured cost, so a report shows what was really injected."""
+    return DeviceSleep(sleep_cycles(target_seconds, *timing_points(flush)))
+
+
+def solve_line(
+    target: float, small: tuple[int, float], large: tuple[int, float], *, minimum: int = 1
+) -> int:
+    """The whole ``x`` (at least ``minimum``) whose cost is ``target`` on the line ``a + b * x``
+    through two timed points ``(x, seconds)``: the fixed cost ``a`` cannot be undercut."""
+    (s1, t1), (s2, t2) = small, large
+    if not s2 > s1 > 0:
+        raise ValueError(f"need 0 < small size < large size, got {s1} and {s2}")
+    if not t2 > t1 > 0:
+        raise ValueError(f"the larger size must take longer: got {t1!r} s and {t2!r} s")
+    if not target > 0:
+        raise ValueError(f"target_seconds must be > 0, got {target!r}")
+    slope = (t2 - t1) / (s2 - s1)
+    intercept = t1 - slope * s1
+    return max(minimum, round((target - intercept) / slope))

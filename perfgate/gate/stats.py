@@ -15,7 +15,7 @@ Design (see docs/perfgate-compare.md for the reasoning and the measured error ra
 - **Threshold** (:meth:`Settings.threshold`), by what is known about the baseline's drift:
   against a pooled baseline that records its per-run medians,
   ``max(min_effect_drift, drift_factor * drift)`` (2.5%, 3x), ``drift`` being the robust
-  run-to-run standard deviation of those medians (:func:`perfgate.baseline.run_drift`,
+  run-to-run standard deviation of those medians (:func:`perfgate.gate.baseline.run_drift`,
   ``1.4826 x MAD / median``: one run in a slow episode does not raise it); against a single run,
   ``max(min_effect, noise_factor * noise)`` (3%, 2x), ``noise`` being the robust relative spread
   of the samples (``1.4826 * MAD / median`` of each side, root mean square of the two), a proxy
@@ -25,14 +25,14 @@ Design (see docs/perfgate-compare.md for the reasoning and the measured error ra
   to exclude a change beyond the threshold, is ``inconclusive``: rerun with more rounds. So is a
   side with fewer than ``min_samples`` samples: a rank test on fewer samples cannot
   reach p < 0.01 for realistic shifts, and a median bootstrap on them is lumpy.
-- **Repeated looks** (adaptive rounds, :mod:`perfgate.adaptive`): with ``looks`` looks each is
+- **Repeated looks** (adaptive rounds, :mod:`perfgate.measure.adaptive`): with ``looks`` looks each is
   judged at ``alpha / looks`` (Bonferroni), rank test and interval alike.
 - **Multiple benchmarks.** ``alpha`` is per benchmark, with no Bonferroni/Holm correction over
   benchmarks: the effect threshold, not alpha, keeps the family-wise false-alarm rate low, and a
   Bonferroni alpha over hundreds of grid benchmarks would cost the power to see 5% slowdowns.
 
 Everything is deterministic: the bootstrap is seeded, so the same files give the same verdicts.
-The settings' values live in ``[tool.perfgate]`` of pyproject.toml (:mod:`perfgate.settings`).
+The settings' values live in ``[tool.perfgate]`` of pyproject.toml (:mod:`perfgate.gate.settings`).
 """
 
 from __future__ import annotations
@@ -40,10 +40,11 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
+
+from perfgate.gate.settings import Settings
 
 REGRESSION = "regression"
 IMPROVEMENT = "improvement"
@@ -52,59 +53,6 @@ INCONCLUSIVE = "inconclusive"
 
 # 1.4826 * MAD estimates the standard deviation of Gaussian data.
 _MAD_TO_SIGMA = 1.4826
-
-
-def _configured(name: str) -> Any:
-    """A field whose default is the ``[tool.perfgate]`` value (pyproject.toml, read once)."""
-    from perfgate import settings
-
-    return field(default_factory=lambda: settings.stats_default(name))
-
-
-@dataclass(frozen=True)
-class Settings:
-    """The knobs of the verdict. The defaults are the documented gate, read from
-    ``[tool.perfgate]`` in pyproject.toml (:mod:`perfgate.settings`), the only copy of them."""
-
-    alpha: float = _configured("alpha")
-    min_effect: float = _configured("min_effect")
-    noise_factor: float = _configured("noise_factor")
-    min_samples: int = _configured("min_samples")
-    n_resamples: int = _configured("n_resamples")
-    seed: int = _configured("seed")
-    min_effect_drift: float = _configured("min_effect_drift")
-    drift_factor: float = _configured("drift_factor")
-    ab_min_effect: float = _configured("ab_min_effect")
-    looks: int = _configured("looks")
-    inconclusive_exit: int = _configured("inconclusive_exit")
-    bootstrap_max_samples: int = _configured("bootstrap_max_samples")
-
-    def __post_init__(self) -> None:
-        from perfgate import settings
-
-        # One set of rules for the table, the command line and this constructor.
-        for f in fields(self):
-            object.__setattr__(self, f.name, settings.stats_field(f.name, getattr(self, f.name)))
-
-    @property
-    def confidence(self) -> float:
-        """Two-sided level of the bootstrap interval; each bound is one-sided at 1 - alpha."""
-        return 1 - 2 * self.alpha
-
-    def look_alpha(self, looks: int = 1) -> float:
-        """The level of each look when a verdict may take ``looks`` looks (Bonferroni: the
-        chance that any look raises a false alarm stays below ``alpha``)."""
-        if isinstance(looks, bool) or not isinstance(looks, int) or looks < 1:
-            raise ValueError(f"looks must be an int >= 1, got {looks!r}")
-        return self.alpha / looks
-
-    def threshold(self, noise: float, *, drift: float | None = None, ab: bool = False) -> float:
-        """The smallest change that counts (a fraction): see the module docstring."""
-        if ab:
-            return self.ab_min_effect
-        if drift is not None:
-            return max(self.min_effect_drift, self.drift_factor * drift)
-        return max(self.min_effect, self.noise_factor * noise)
 
 
 @dataclass(frozen=True)
@@ -154,7 +102,7 @@ def compare_samples(
     settings = Settings() if settings is None else settings
     if not isinstance(settings, Settings):
         raise TypeError(
-            f"settings must be a perfgate.stats.Settings, got {type(settings).__name__}"
+            f"settings must be a perfgate.gate.stats.Settings, got {type(settings).__name__}"
         )
     base = _as_samples("baseline", baseline)
     cur = _as_samples("current", current)

@@ -1,7 +1,7 @@
 """A measuring worker: one process, one revision's ``kernels``, perfgate's timer, driven over pipes.
 
 ``perfgate ab`` and ``perfgate experiment`` start one worker per side (``python -m
-perfgate.sampler --kernels-root ROOT``, with this checkout as working directory): perfgate (the
+perfgate.measure.worker --kernels-root ROOT``, with this checkout as working directory): perfgate (the
 timer, the flush, the harness's input and output checks) is always this checkout's, so both
 sides are timed by the same code, while ``kernels`` is imported from ROOT, the revision under
 test (a git worktree of the base). Both workers sit on the same GPU; the orchestrator asks one
@@ -14,7 +14,7 @@ Protocol: one JSON object per line. Requests on stdin, answers on the process's 
   before, build every case's inputs (the same seeds as the pytest harness), check every output
   against the reference, capture the graph over the rotated copies, and per injected level one
   more graph of the same calls with a device sleep captured after them, its cycles calibrated in
-  a closed loop until the measured slowdown is the level (:mod:`perfgate.inject`). Answer:
+  a closed loop until the measured slowdown is the level (:mod:`perfgate.measure.inject`). Answer:
   ``{"ok": true, "cases": {id: INFO}}``, INFO holding each level's calibration (cycles, the
   measured size, the steps). The orchestrators prepare one case at a time, as the pytest
   harness does.
@@ -36,7 +36,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from perfgate import timing
+from perfgate.measure.clock import flushed_rounds
+from perfgate.measure.flush import gate_flush, rotation_count
+from perfgate.measure.launch import build_launch, probe_median
+
+# perfgate.catalog and perfgate.measure.harness import kernels: they load after the worker has
+# chosen its revision (use_kernels_from), inside the methods that need them.
 
 PLAIN = "plain"
 
@@ -84,69 +89,43 @@ class Worker:
 
         self.device = torch.device("cuda")
         self.info = device_info()
-        self.flush = timing.gate_flush(self.info.last_level_cache_bytes, self.device)
+        self.flush = gate_flush(self.info.last_level_cache_bytes, self.device)
         self.benches: dict[str, Bench] = {}
 
     def prepare(self, cases: list[dict[str, Any]], levels: list[float]) -> dict[str, Any]:
         """Replaces the cases prepared before: like the pytest harness, a worker holds one
         benchmark's graph at a time (graphs of other shapes kept alive across later captures
         faulted on the H200: an illegal memory access at the first replay)."""
+        from perfgate.catalog import case_of
+        from perfgate.measure.harness import prepare
+
         self.release()
         out = {}
         for case in cases:
-            calls, refs, check = self._calls(case)
-            out[case["name"]] = self._prepare_one(case["name"], calls, refs, check, levels)
+            copies = rotation_count(case["set_bytes"], self.info.last_level_cache_bytes)
+            work = prepare(case_of(case), copies, self.device)
+            out[case["name"]] = self._prepare_one(case["name"], work, levels)
         return {"cases": out, "reducer_backend": _reducer_backend()}
 
-    def _calls(self, case: dict[str, Any]):
-        from perfgate import plugin
-
-        copies = timing.rotation_count(case["set_bytes"], self.info.last_level_cache_bytes)
-        if case["kind"] == "gemm":
-            return self._gemm_calls(case, copies, plugin)
-        if case["kind"] == "reducer":
-            return self._reducer_calls(case, copies, plugin)
-        raise ValueError(f"case kind must be gemm or reducer, got {case['kind']!r}")
-
-    def _gemm_calls(self, case, copies, plugin):
-        # the pytest harness's inputs and calls, so A/B and the gate time the same work
-        sets, refs = plugin.gemm_inputs((case["m"], case["n"], case["k"]), copies, self.device)
-        return plugin.gemm_device_calls(sets, refs), refs, plugin.check_gemm
-
-    def _reducer_calls(self, case, copies, plugin):
-        from kernels.splitk import reduce_partials
-        from perfgate.shapes import ReducerCase
-
-        shape = ReducerCase(case["splits"], case["m"], case["n"])
-        partials, refs = plugin.reducer_inputs(shape, copies, self.device)
-        calls = [
-            plugin.bind(reduce_partials, a, {}) for a in plugin.reducer_arg_sets(partials, refs)
-        ]
-        return calls, refs, plugin.check_exact
-
-    def _prepare_one(self, name, calls, refs, check, levels) -> dict[str, Any]:
+    def _prepare_one(self, name: str, work: Any, levels: list[float]) -> dict[str, Any]:
         import torch
 
-        from perfgate import inject, plugin
+        from perfgate.measure import inject
+        from perfgate.measure.harness import batched_launch, check_all
 
-        eager = [call() for call in calls]  # JIT, autotune and module load happen here
-        torch.cuda.synchronize()
-        plugin.check_all(eager, refs, check, "eager call")
-        plain = timing.build_launch(calls)
-        plain.run()
-        torch.cuda.synchronize()
-        plugin.check_all(plain.outputs, refs, check, f"{plain.kind} launch")
+        plain = batched_launch(work)  # the plugin's device mode: the same calls and checks
+        calls = work.calls
         info: dict[str, Any] = {"calls": len(calls), "launch": plain.kind, "note": plain.note}
         injected = {}
         if levels:
-            replay = timing.probe_median(plain.run, self.flush, calls=1, rounds=15)
+            replay = probe_median(plain.run, self.flush, calls=1, rounds=15)
             info["plain_replay_s"] = replay
             spc = inject.seconds_per_cycle(*inject.timing_points(self.flush))
             info["seconds_per_cycle"] = spc
             for level in levels:
                 launch, calibration = self._calibrated(calls, plain, replay, spc, level)
                 torch.cuda.synchronize()
-                plugin.check_all(launch.outputs, refs, check, f"{launch.kind} launch, {level:g}")
+                check_all(launch.outputs, work.refs, work.check, f"{launch.kind} launch, {level:g}")
                 injected[variant_name(level)] = launch
                 info[variant_name(level)] = inject.describe(
                     inject.DeviceSleep(calibration.cycles), calibration
@@ -158,13 +137,13 @@ class Worker:
         """The injected launch whose measured slowdown is ``level`` (inject.closed_loop): each
         step captures the calls and a sleep of the step's cycles, and measures it against the
         plain graph by interleaved replays. Only the kept step's graph stays alive."""
-        from perfgate import inject
+        from perfgate.measure import inject
 
         graphs: dict[int, Any] = {}
 
         def measure(cycles: int) -> float:
             graphs.clear()  # one injected graph alive at a time (the previous step's is dropped)
-            graphs[cycles] = timing.build_launch(calls, inject.DeviceSleep(cycles))
+            graphs[cycles] = build_launch(calls, inject.DeviceSleep(cycles))
             return inject.true_size(plain.run, graphs[cycles].run, self.flush)
 
         calibration = inject.closed_loop(level, replay, spc, measure)
@@ -183,15 +162,7 @@ class Worker:
 
     def run(self, name: str, variant: str, rounds: int) -> list[float]:
         bench = self.benches[name]
-        clock = timing.DeviceClock()
-        timed = timing.Timed(bench.work(variant), calls=bench.calls, clock=clock)
-        samples = []
-        for _ in range(rounds):
-            self.flush()
-            before = clock.read()
-            timed()
-            samples.append(clock.read() - before)
-        return samples
+        return flushed_rounds(bench.work(variant), self.flush, rounds, calls=bench.calls)
 
 
 def _reducer_backend() -> str | None:
@@ -229,7 +200,7 @@ def serve(worker_factory, requests, answer) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m perfgate.sampler")
+    parser = argparse.ArgumentParser(prog="python -m perfgate.measure.worker")
     parser.add_argument("--kernels-root", type=Path, required=True)
     args = parser.parse_args(argv)
     # Answers go on the original stdout; whatever the code under test prints goes to stderr.

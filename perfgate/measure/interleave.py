@@ -21,7 +21,7 @@ from typing import Any
 
 from perfgate import spawn
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEFAULT_BLOCK = 10
 
 
@@ -44,12 +44,12 @@ def block_order(streams: Sequence[Any], rounds: int, block: int = DEFAULT_BLOCK)
 
 
 class SideProcess:
-    """One worker process (``python -m perfgate.sampler``) and its pipes."""
+    """One worker process (``python -m perfgate.measure.worker``) and its pipes."""
 
     def __init__(self, label: str, kernels_root: Path, env: dict[str, str] | None = None) -> None:
         self.label = label
         self.reducer_backend: str | None = None
-        cmd = [sys.executable, "-m", "perfgate.sampler", "--kernels-root", str(kernels_root)]
+        cmd = [sys.executable, "-m", "perfgate.measure.worker", "--kernels-root", str(kernels_root)]
         self.proc = spawn.popen(
             cmd,
             cwd=REPO,

@@ -1,37 +1,13 @@
-"""``python -m perfgate host``: the host path of ``custom_kernel``, counted and gated exactly.
+"""The host-count census of ``custom_kernel`` and its exact gate (``perfgate host``).
 
-Per call after warm-up, per ranked shape, five counts, each broken down by the call path that
-made it (``custom_kernel > gemm_a16wfp4 > _Bound.__call__ > torch.empty``):
-
-- ``launches``: Triton launches (the JIT path, the compiled kernel's launcher, the interpreter),
-  native reducer launches, and torch ops that run a kernel (anything but views, bare allocations
-  and cross-device copies);
-- ``allocations``: torch ops whose output owns storage that none of their inputs owned;
-- ``copies``: torch ops whose tensors span two device types (host <-> device);
-- ``syncs``: ``torch.cuda.synchronize``, stream and event waits, and ops that read a device
-  value on the host (``.item()``);
-- ``python_calls``: every call (Python or C) made from a frame of the launcher (``kernels/``,
-  the modules of ``@triton.jit`` code excluded).
-
-How: ``sys.setprofile`` for the calls and launches, a ``TorchDispatchMode`` for the ops. Both are
-deterministic, so the gate is exact: any count above the baseline fails naming the count and the
-path; a count below it is an improvement. Times are gated separately (timing mode ``host``).
-
-On the CPU (Triton interpreter) the launch entry is replaced by a stub that only counts, so the
-ranked shapes count in seconds; everything a launch does inside Triton is excluded on every device
-(the interpreter copies tensors to numpy, a GPU does not). Launches, allocations, copies and syncs
-then mean the same on the CPU as on a GPU; ``python_calls`` does not (the interpreter takes
-Triton's JIT path and the Triton reducer, a GPU the compiled launcher and the native reducer), so
-each device key has its own baseline: ``perf_baselines/<device-key>/host_counts.json``
-(``interpreter`` for the CPU). The ``host.json`` beside it is the ``host`` timing mode's.
-
-Exit codes as ``compare``: 0 no count grew; 1 a count grew (or a shape is missing); 2 unusable
-input (missing or corrupt baseline, another device key or schema), with a one-line reason.
+Per call after warm-up, per ranked shape, five counts by call path (:data:`CATEGORIES`), made
+deterministic by ``sys.setprofile`` and a ``TorchDispatchMode``: any count above the baseline is a
+regression, any below an improvement. The command's help (:mod:`perfgate.commands.host`) says
+what each count means.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import sys
@@ -40,11 +16,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-SCHEMA = 1
+from perfgate.gate.paths import REPO, SCHEMA
+
 CATEGORIES = ("launches", "allocations", "copies", "syncs", "python_calls")
-BASELINE_NAME = "host_counts.json"
-REPO = Path(__file__).resolve().parent.parent
-DEFAULT_BASELINES = REPO / "perf_baselines"
 WARMUP_CALLS = 2
 COUNTED_CALLS = 3
 _SYNC_NAMES = frozenset(
@@ -67,7 +41,7 @@ _ALLOC_ONLY_OPS = frozenset(
 )
 # the counting machinery itself (the dispatch mode's entry, torch's Python-mode plumbing)
 _INSTRUMENTATION = (
-    "perfgate.host.",
+    "perfgate.gate.host_counts.",
     "torch._compile.",
     "torch._library.",
     "torch.utils._python_dispatch.",
@@ -167,7 +141,14 @@ def _c_name(fn: Any) -> str:
     return f"{module}.{qual}" if module else qual
 
 
+# The census's own stubs (the counted launch) appear in call paths under the gate's name, a label
+# that the baselines hold and that does not move with the module holding the code.
+_STUB_LABEL = "perfgate.host."
+
+
 def _short(name: str) -> str:
+    if name.startswith(f"{__name__}."):
+        return _STUB_LABEL + name[len(__name__) + 1 :]
     return name.removeprefix("kernels.")
 
 
@@ -420,233 +401,8 @@ def totals(data: dict) -> dict[str, dict[str, int]]:
     return {s: {c: sum(p.values()) for c, p in cats.items()} for s, cats in data["shapes"].items()}
 
 
-def _print_totals(data: dict) -> None:
+def print_totals(data: dict) -> None:
     print(f"host counts per custom_kernel call ({data['device_key']}):")
     print("  " + "shape".ljust(20) + "".join(c.rjust(14) for c in CATEGORIES))
     for shape, t in totals(data).items():
         print("  " + shape.ljust(20) + "".join(str(t[c]).rjust(14) for c in CATEGORIES))
-
-
-def _run(args: argparse.Namespace) -> int:
-    import os
-
-    from perfgate import atomic
-    from perfgate.compare import check_outputs
-
-    try:  # before the counting: a path that cannot be written is known at once
-        check_outputs({"--json": args.json_out}, {"--check": args.check})
-    except atomic.OutputError as exc:
-        print(f"perfgate host: error: {exc}", file=sys.stderr)
-        return 2
-    if "triton" not in sys.modules and not _has_gpu():
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton loads: the CPU counts
-    if args.update and (args.gate or args.check is not None):
-        print("perfgate host: error: --update records a baseline; it cannot also compare with one "
-              "(drop --gate/--check)", file=sys.stderr)  # fmt: skip
-        return 2
-    try:
-        baseline = None
-        if args.check is not None:
-            baseline = load(args.check)
-        current = collect()
-        if args.gate:
-            path = Path(args.baselines_dir) / current["device_key"] / BASELINE_NAME
-            if not path.is_file():
-                raise CountError(
-                    f"no host count baseline for device {current['device_key']!r} ({path}); "
-                    "record one with `python -m perfgate host --update` and commit it"
-                )
-            baseline = load(path)
-        _print_totals(current)
-        own = Path(args.baselines_dir) / current["device_key"] / BASELINE_NAME
-        check_outputs(
-            {"--update": own if args.update else None, "--json": args.json_out},
-            {"--gate": own if args.gate else None, "--check": args.check},
-        )
-        if args.json_out:
-            atomic.write_json(args.json_out, current)
-        if args.update:
-            atomic.write_json(own, current)
-            print(f"perfgate host: wrote {own}; commit it")
-        if baseline is None:
-            return 0
-        failures, improvements = compare(baseline, current)
-    except (CountError, atomic.OutputError) as exc:
-        print(f"perfgate host: error: {exc}", file=sys.stderr)
-        return 2
-    for line in improvements:
-        print(f"improvement: {line}")
-    for line in failures:
-        print(f"REGRESSION: {line}", file=sys.stderr)
-    print(f"perfgate host: {len(failures)} count(s) grew, {len(improvements)} shrank")
-    return 1 if failures else 0
-
-
-def _has_gpu() -> bool:
-    import torch
-
-    return torch.cuda.is_available()
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "host",
-        help="count custom_kernel's launches, allocations, copies, syncs and calls; gate exactly",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument(
-        "--check",
-        metavar="BASELINE",
-        help=f"compare with a count file (perf_baselines/<device-key>/{BASELINE_NAME})",
-    )
-    parser.add_argument(
-        "--gate",
-        action="store_true",
-        help=f"compare with this device's <baselines-dir>/<device-key>/{BASELINE_NAME}",
-    )
-    parser.add_argument(
-        "--baselines-dir",
-        default=str(DEFAULT_BASELINES),
-        help="root of the per-device baselines (default: perf_baselines in the repository)",
-    )
-    parser.add_argument("--json", dest="json_out", metavar="OUT", help="write the counts as JSON")
-    parser.add_argument(
-        "--update",
-        action="store_true",
-        help=f"record this device's <baselines-dir>/<device-key>/{BASELINE_NAME} (commit it)",
-    )
-    parser.set_defaults(func=_run)
-
-
-# -- the host timing mode --------------------------------------------------------------------------
-INJECT_HOST_ENV = "MXFP4_BENCH_INJECT_HOST_US"
-# Calls per sample: enough that perf_counter's resolution and the loop vanish (a sample spans
-# about a millisecond), few enough that the launch queue never fills (two launches per call, far
-# below the ~1000 a CUDA/HIP queue holds before a launch blocks), so a batch measures the host.
-# Measured on the H200 (2026-12-01, 9 processes): batches of 64 and 256 gave the same per-call
-# medians within 1%, and so did a batch queued behind a 4.5 ms GPU sleep: the GPU is not the bound.
-HOST_BATCH = 64
-# What a reference-normalised sample is expressed in: host time per call in units of the
-# reference path, times 10 us (so a report reads like microseconds at a nominal CPU speed).
-REFERENCE_SCALE_S = 10e-6
-
-
-class HostTimed:
-    """``calls`` back-to-back calls of ``work`` per invocation, cycling through ``arg_sets``;
-    adds one sample to ``clock`` (perfgate.timing's, which pytest-benchmark reads as the
-    benchmark's timer). The GPU is idle when a batch starts (the harness synchronises in the
-    untimed setup), so a batch never waits on it.
-
-    Without ``reference`` a sample is host seconds per call. With ``reference`` (a call of fixed
-    code outside the launcher, :func:`reference_path`), each call of ``work`` is preceded by one
-    call of ``reference``, both timed, and the sample is ``t_work / t_reference`` x
-    :data:`REFERENCE_SCALE_S`: the host time in units of the reference measured in the same
-    microseconds. Why: on the lent H200 (a KVM guest) the CPU's speed moved by up to 1.8x over
-    seconds (a fixed pure-Python loop took 60 or 100-115 us, in and between processes; pinning,
-    gc and batch size changed nothing), so absolute host times of unchanged code differed by
-    56-79% between processes, and only a reference that sees the same CPU speed cancels that.
-    ``history`` keeps each invocation's (work, reference) seconds per call (reference None
-    without one), for the report's plain microseconds.
-    """
-
-    def __init__(
-        self,
-        work: Callable[..., Any],
-        arg_sets: list[tuple],
-        *,
-        calls: int = HOST_BATCH,
-        clock: Any = None,
-        now: Callable[[], float] | None = None,
-        reference: Callable[[], Any] | None = None,
-    ):
-        import time
-
-        from perfgate import timing
-
-        if not arg_sets or calls < 1:
-            raise ValueError(f"need input sets and calls >= 1, got {len(arg_sets)} and {calls}")
-        if reference is not None and not callable(reference):
-            raise TypeError(f"reference must be callable, got {type(reference).__name__}")
-        self.work, self.calls, self.reference = work, calls, reference
-        self.clock = timing.CLOCK if clock is None else clock
-        self.now = time.perf_counter if now is None else now
-        self.sequence = [arg_sets[i % len(arg_sets)] for i in range(calls)]
-        self.last: Any = None
-        self.last_args: tuple = self.sequence[-1]
-        self.history: list[tuple[float, float | None]] = []
-
-    def __call__(self) -> Any:
-        work, now, ref = self.work, self.now, self.reference
-        if ref is None:
-            start = now()
-            for args in self.sequence:
-                out = work(*args)
-            elapsed = now() - start
-            self.history.append((elapsed / self.calls, None))
-            self.clock.add(elapsed / self.calls)
-            self.last = out
-            return out
-        t_ref = t_work = 0.0
-        for args in self.sequence:
-            # interleaved call by call: both see the CPU speed of the same microseconds
-            t0 = now()
-            ref()
-            t1 = now()
-            out = work(*args)
-            t2 = now()
-            t_ref += t1 - t0
-            t_work += t2 - t1
-        if not t_ref > 0:
-            raise RuntimeError(f"the reference path took {t_ref!r} s: the clock does not advance")
-        self.history.append((t_work / self.calls, t_ref / self.calls))
-        self.clock.add(t_work / t_ref * REFERENCE_SCALE_S)
-        self.last = out
-        return out
-
-
-def reference_path(data: tuple, device: Any) -> Callable[[], Any]:
-    """The host mode's reference: what any eager launcher of this call does, in fixed code
-    outside ``kernels/``: read the operands' metadata in Python (a call key), allocate the
-    output from the caching allocator, and launch one kernel through torch. It is made of the
-    same kinds of work as a ``custom_kernel`` call (Python, the allocator, a driver launch), so
-    a change of CPU speed moves both alike; it never changes with the code under test."""
-    import torch
-
-    tensors = tuple(t for t in data if isinstance(t, torch.Tensor))
-    if len(tensors) < 2:
-        raise ValueError("data must hold at least A and B as tensors (the leaderboard tuple)")
-    shape = (tensors[0].shape[0], tensors[1].shape[0])
-    bump = torch.zeros(16, dtype=torch.float32, device=device)
-
-    def reference() -> Any:
-        key = tuple((t.shape, t.stride(), t.dtype, t.device, t.data_ptr() % 16) for t in tensors)
-        out = torch.empty(shape, dtype=torch.bfloat16, device=device)
-        bump.add_(1.0)
-        return key, out
-
-    return reference
-
-
-def host_delay_seconds(environ: Any = None) -> float:
-    """The host slowdown asked for with ``MXFP4_BENCH_INJECT_HOST_US`` (µs per call; 0 unset)."""
-    import os
-
-    from perfgate.timing import env_number
-
-    environ = os.environ if environ is None else environ
-    return env_number(environ, INJECT_HOST_ENV, "microseconds such as 5", 1e6) / 1e6
-
-
-def with_host_delay(fn: Callable[..., Any], seconds: float) -> Callable[..., Any]:
-    """``fn`` followed by ``seconds`` of pure host work (a spin: no GPU work, no sleep jitter)."""
-    import time
-
-    def slowed(*args: Any) -> Any:
-        out = fn(*args)
-        end = time.perf_counter() + seconds
-        while time.perf_counter() < end:
-            pass
-        return out
-
-    return slowed

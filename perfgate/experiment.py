@@ -1,56 +1,21 @@
-"""``python -m perfgate experiment --inject 0.03,0.05,0.10 --runs N``: power and false alarms.
+"""The power experiment: trials of injected slowdowns judged by the A/B and stored gates.
 
-How often does the gate flag a true slowdown of 3, 5 and 10%, and how often an unchanged build,
-in both of its modes: same-job A/B (``perfgate ab``) and against a stored baseline
-(``perfgate bench``)? One command answers on the GPU at hand and writes the table the README
-quotes.
-
-**Design: samples are reused, never invented.** A *session* is two fresh worker processes of
-this checkout on the GPU, A and B, exactly as ``perfgate ab`` runs a base and a head. A measures
-the plain kernels; B measures the plain kernels and, for each level, the same calls captured with
-a device sleep after them, calibrated in a closed loop until its measured size is the level
-(:mod:`perfgate.inject`). For every benchmark, after ``WARMUP_ROUNDS`` discarded rounds of every
-stream (production's warm-up pass and pytest warm-up rounds), ``--trials`` times, all these
-streams are measured interleaved (ABBA blocks) with the adaptive looks of the gate, continuing
-while any A/B verdict of the trial is undecided.
-
-- **A/B mode**: B's stream at each level against A's plain stream of the same trial, with the
-  gate's A/B settings (``ab_min_effect``, ``looks``). Level 0 (B plain vs A plain: two
-  processes, same code) counts the false alarms.
-- **Stored-baseline mode**: the same streams of B against a baseline pooled as
-  ``update-baselines`` pools its runs: ``baseline_runs`` (3) independent runs, here the first
-  trial's plain A samples of as many *other* sessions (the next ones, cyclically), with the
-  robust run-to-run drift of their medians (:func:`perfgate.baseline.run_drift`, what
-  ``baseline.drifts`` gives ``perfgate bench``) setting the threshold, judged by the same
-  ``compare_samples`` call as ``bench``. A trial whose stored verdict would need more rounds than
-  the A/B loop measured stays ``inconclusive``: it counts against the stored mode.
-- **True size**: per trial, B's injected stream against B's plain stream, interleaved in the same
-  process: ``median(injected) / median(plain) - 1``. The table gives its min / median / max beside
-  the rates, and a second table gives detection by measured size (below, within, above
-  ``SIZE_BAND`` of the level), so that a rate is never read against a nominal level the
-  injection missed. Nothing is dropped: every trial is judged and counted.
-
-Trials of one session share its processes, so they are not independent of each other as
-sessions are; the report gives the counts with Clopper-Pearson 95% intervals over all trials
-and says how many sessions they came from. Writes ``summary.md``, ``summary.json`` (with every
-trial's verdicts and sizes, and each level's calibration) and ``samples.npz`` (every stream, for
-re-analysis) under ``--out``.
+What ``python -m perfgate experiment`` measures and how it judges (its design is the command's
+help: :mod:`perfgate.commands.experiment`); this module holds the trials, the judging, the
+Clopper-Pearson table and the samples file.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import re
-import sys
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from perfgate.sampler import PLAIN, variant_name
+from perfgate.measure.worker import PLAIN, variant_name
 
 DEFAULT_LEVELS = (0.03, 0.05, 0.10)
 MODES_JUDGED = ("ab", "stored")
@@ -77,7 +42,7 @@ def judge_looks(base, cur, settings, totals: list[int], **how):
     """The adaptive verdict on recorded samples: the first look that decides, using only the
     rounds measured so far (``cur[:total]``, and ``base[:total]`` when ``base`` grows with it);
     (Result, look) or (the last Result, look) when the recording ran out first."""
-    from perfgate.stats import INCONCLUSIVE, compare_samples
+    from perfgate.gate.stats import INCONCLUSIVE, compare_samples
 
     grows = how.pop("grows", False)
     result, judged = None, 0
@@ -103,7 +68,7 @@ def stored_baseline(trials: list[Trial], session: int, case: str, rounds: int, r
     independent runs, the first trial's plain A samples (``rounds`` of them) of the sessions
     after ``session`` (cyclically; fewer when fewer exist), and their robust run-to-run drift
     (None for one run: a single-run baseline)."""
-    from perfgate.baseline import run_drift
+    from perfgate.gate.baseline import run_drift
 
     first = {t.session: t for t in trials if t.case == case and t.index == 0}
     order = sorted(first)
@@ -359,8 +324,8 @@ def run_session(
 ) -> list[Trial]:
     """One session's trials. ``calibration``, when given, receives B's closed-loop calibration
     of every level per case (``"s<session>|<case>" -> {variant: Calibration.as_dict()}``)."""
-    from perfgate import adaptive, interleave
-    from perfgate.bench import REPO
+    from perfgate.gate.paths import REPO
+    from perfgate.measure import adaptive, interleave
 
     variants = [PLAIN, *(variant_name(lv) for lv in levels)]
     out: list[Trial] = []
@@ -395,7 +360,7 @@ def run_session(
                 trial = Trial(session, case, index, a_plain=[])
 
                 def judge(v, trial=trial, samples=samples, a_stream=a_stream, case=case):
-                    from perfgate.stats import compare_samples
+                    from perfgate.gate.stats import compare_samples
 
                     cur = samples[("B", case, v)]
                     base = samples[a_stream.key][: len(cur)]
@@ -535,193 +500,3 @@ def parse_levels(text: str) -> tuple[float, ...]:
     if not levels or any(not 0 < lv < 1 for lv in levels) or len(set(levels)) != len(levels):
         raise ValueError(f"--inject must list distinct fractions in (0, 1), got {text!r}")
     return levels
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "experiment",
-        help="measure the gate's power and false-alarm rate with injected slowdowns (GPU)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    _options(parser)
-    parser.set_defaults(func=_run)
-
-
-def _options(parser: argparse.ArgumentParser) -> None:
-    from perfgate import settings
-
-    parser.add_argument(
-        "--inject",
-        default=",".join(f"{x:g}" for x in DEFAULT_LEVELS),
-        help="slowdowns to inject, distinct fractions in (0, 1) (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--runs",
-        type=settings.argument(RUNS, "--runs"),
-        default=3,
-        metavar="N",
-        help=f"sessions: independent pairs of worker processes; a stored baseline is made of "
-        f"other sessions ({RUNS.expected}; default: %(default)s)",
-    )
-    parser.add_argument(
-        "--trials",
-        type=settings.argument(TRIALS, "--trials"),
-        default=5,
-        metavar="N",
-        help=f"trials per benchmark and session ({TRIALS.expected}; default: %(default)s)",
-    )
-    parser.add_argument(
-        "--groups",
-        default="leaderboard,reducer",
-        help="comma-separated benchmark groups of leaderboard, reducer, grid "
-        "(default: %(default)s)",
-    )
-    parser.add_argument("-k", dest="keyword", metavar="TEXT", help="only names containing TEXT")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=Path(".perfgate/experiment"),
-        metavar="DIR",
-        help="directory for summary.md, summary.json and, when measuring, samples.npz and "
-        "meta.json (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--budget-s",
-        type=settings.argument(BUDGET, "--budget-s"),
-        default=None,
-        metavar="S",
-        help=f"start no session that would end after this many seconds ({BUDGET.expected}; "
-        "default: no limit)",
-    )
-    parser.add_argument(
-        "--measure-only",
-        action="store_true",
-        help="write samples.npz and meta.json, and leave the judging to --reanalyse elsewhere "
-        "(its bootstrap takes minutes of CPU that a GPU lease need not pay for)",
-    )
-    parser.add_argument(
-        "--reanalyse",
-        type=Path,
-        metavar="NPZ",
-        help="judge the samples of an earlier run's samples.npz (and read the meta.json beside "
-        "it); no GPU needed",
-    )
-    # judged both ways (A/B and stored baseline): every stats key; the rounds are device mode's
-    settings.add_options(parser, settings.STATS, only=("rounds.device",))
-
-
-def _keys():
-    from perfgate.settings import Key
-
-    return (
-        Key("experiment.runs", int, 2, 100, "sessions", "experiment"),
-        Key("experiment.trials", int, 1, 100, "trials per benchmark and session", "experiment"),
-        # a week: the longest lease anyone measures for
-        Key("experiment.budget_s", float, 0, 7 * 86400, "seconds", "experiment", lo_open=True),
-    )
-
-
-RUNS, TRIALS, BUDGET = _keys()
-
-
-def _run(args: argparse.Namespace) -> int:
-    from perfgate import ab, adaptive, atomic, bench, settings
-    from perfgate.compare import check_outputs
-
-    prog = "perfgate experiment"
-    out = args.out
-    try:
-        gate = settings.from_args(args)
-        levels = parse_levels(args.inject)
-        selected = ab.cases(tuple(args.groups.split(",")), args.keyword)
-        names = ["summary.json", "summary.md"]
-        inputs = {}
-        if args.reanalyse:
-            inputs = {"--reanalyse": args.reanalyse, "meta.json": _meta_path(args.reanalyse)}
-        else:
-            names += ["samples.npz", "meta.json"]
-        check_outputs([("--out", out / name) for name in names], inputs)
-        if args.reanalyse:
-            trials = load_samples(args.reanalyse)
-            recorded = load_meta(_meta_path(args.reanalyse))
-    except (settings.SettingsError, SamplesError, ValueError) as exc:
-        print(f"{prog}: error: {exc}", file=sys.stderr)
-        return 2
-    totals = adaptive.schedule(gate.rounds["device"], gate.stats.looks)
-    meta = {
-        "command": " ".join(["python -m perfgate experiment", *sys.argv[2:]]),
-        "totals": totals,
-        "levels": list(levels),
-        "baseline_runs": gate.baseline_runs,
-        "settings": gate.values(),
-    }
-    if args.reanalyse:
-        # the measuring run's device and calibration
-        meta.update({k: recorded[k] for k in ("device", "calibration") if k in recorded})
-        meta.setdefault("device", "(re-analysed)")
-    else:
-        if not bench.gpu_available():
-            return bench._no_gpu("experiment")
-        from perfgate.interleave import WorkerError
-
-        try:
-            trials = _measure(args, selected, levels, gate, totals, meta)
-        except WorkerError as exc:
-            print(f"{prog}: error: {exc}", file=sys.stderr)
-            return 2
-        if args.measure_only:
-            print(f"experiment: {len(trials)} trials in {out}/samples.npz; judge them with "
-                  f"--reanalyse {out}/samples.npz")  # fmt: skip
-            return 0
-    meta.update(counts(trials))
-    summary = summarise(trials, gate.stats, totals, levels, meta, gate.baseline_runs)
-    atomic.write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
-    text = render(summary)
-    atomic.write_text(out / "summary.md", text)
-    print(text)
-    return 0
-
-
-def _meta_path(samples: Path) -> Path:
-    return samples.with_name("meta.json")
-
-
-def _measure(args, selected, levels, gate, totals, meta) -> list[Trial]:
-    """Sessions until ``--runs`` or the budget; the samples and meta are written after every
-    session, so that a run cut short still leaves what it measured."""
-    from perfgate import atomic, fingerprint
-
-    fp = fingerprint.collect()
-    meta["device"] = (
-        f"{fp['gpu_name']} ({fp['device_key']}), torch {fp['torch']}, triton {fp['triton']}"
-    )
-    meta["calibration"] = {}
-    trials: list[Trial] = []
-    start, longest = time.monotonic(), 0.0
-    for session in range(args.runs):
-        budget = args.budget_s
-        if session and budget is not None and time.monotonic() - start + longest > budget:
-            print(f"experiment: budget reached after {session} sessions", flush=True)
-            break
-        t0 = time.monotonic()
-        trials += run_session(
-            session, selected, levels, gate.stats, totals, args.trials, meta["calibration"]
-        )
-        longest = max(longest, time.monotonic() - t0)
-        meta.update(counts(trials))  # what ran so far, should the run be cut short
-        save_samples(args.out / "samples.npz", trials)
-        atomic.write_text(args.out / "meta.json", json.dumps(meta, indent=1) + "\n")
-        print(f"experiment: session {session} done in {time.monotonic() - t0:.0f} s", flush=True)
-    return trials
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m perfgate.experiments ...`` is ``python -m perfgate experiment ...``."""
-    from perfgate.__main__ import main as perfgate_main
-
-    return perfgate_main(["experiment", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,37 +1,23 @@
-"""``python -m perfgate compare BASELINE.json CURRENT.json``: the statistical regression gate.
+"""Two results files (or a baseline and a run) compared benchmark by benchmark: the report.
 
-Benchmarks are matched by ``fullname``; each gets one verdict (``regression``, ``improvement``,
-``unchanged``, ``inconclusive`` from :mod:`perfgate.stats`; ``new`` when only in CURRENT,
-``missing`` when only in BASELINE).
-
-Exit codes:
-  0  no regression (improvements, inconclusive and new benchmarks do not fail the gate);
-  1  at least one regression, or a benchmark missing from CURRENT (a benchmark that silently
-     disappears would otherwise hide its own regression; ``--allow-missing`` accepts it);
-  2  unusable input, with a one-line reason on stderr: a missing/corrupt/incomplete file, a
-     different device (device key, architecture or compute-unit count), or a different timing
-     mode (``device`` vs ``leaderboard`` time are different quantities).
-
-Other fingerprint differences (GPU name, driver, runtime, torch, triton, clocks) are printed as a
-loud warning, and included in the markdown and JSON reports, but do not change the exit code.
-
-The gate's settings come from [tool.perfgate] in pyproject.toml; each option below overrides one
-key for this run, and every report echoes the settings it used.
+Benchmarks are matched by ``fullname``; each gets one verdict (:mod:`perfgate.gate.verdict`).
+The files must be of the same device (:mod:`perfgate.gate.device`) and timing mode; other
+fingerprint differences are warnings. ``perfgate compare``, ``bench`` and ``ab`` report through
+:func:`present`.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from perfgate import atomic
-from perfgate import baseline as bl
+from perfgate.gate import baseline as bl
 
 if TYPE_CHECKING:
-    from perfgate.stats import Settings
+    from perfgate.gate.stats import Settings
 
 # Fingerprint fields that define the device: a difference means the timings are not comparable.
 _DEVICE_FIELDS = ("arch", "compute_units")
@@ -73,19 +59,19 @@ def compare_files(
 def check_outputs(outputs: dict, inputs: dict) -> None:
     """perfgate.atomic's output check, with the settings file among the inputs: no report is
     ever written over an input, nor over pyproject.toml."""
-    from perfgate.settings import PYPROJECT
+    from perfgate.gate.settings import PYPROJECT
 
     atomic.check_outputs(outputs, {**inputs, "the settings file": PYPROJECT})
 
 
 def _checked_settings(settings):
-    from perfgate.stats import Settings
+    from perfgate.gate.stats import Settings
 
     # Bad settings are the caller's bug, not bad input: let TypeError through.
     settings = Settings() if settings is None else settings
     if not isinstance(settings, Settings):
         raise TypeError(
-            f"settings must be a perfgate.stats.Settings, got {type(settings).__name__}"
+            f"settings must be a perfgate.gate.settings.Settings, got {type(settings).__name__}"
         )
     return settings
 
@@ -93,7 +79,7 @@ def _checked_settings(settings):
 def present(report, *, json_out=None, markdown_out=None, console=None, prog="compare") -> int:
     """Print ``report``, write its JSON and markdown where asked; its exit code (2 when a report
     cannot be written)."""
-    from perfgate.report import render_console, render_markdown
+    from perfgate.gate.report import render_console, render_markdown
 
     if console is None:
         console = default_console()
@@ -186,7 +172,7 @@ def judge(
     """One row per benchmark of either side (``missing`` / ``new`` for one side only)."""
     from rich.progress import track
 
-    from perfgate.report import MISSING, NEW
+    from perfgate.gate.report import MISSING, NEW
 
     drifts = drifts or {}
     looks_taken = looks_taken or {}
@@ -239,7 +225,7 @@ def make_report(
 
     ``looks``: the looks the verdicts were judged for (each at ``alpha / looks``): what the
     report states, whatever ``settings.looks`` holds (a plain comparison takes one look)."""
-    from perfgate.report import MISSING, Report
+    from perfgate.gate.report import MISSING, Report
 
     verdicts = {r.verdict for r in rows}
     failed = "regression" in verdicts or (MISSING in verdicts and not allow_missing)
@@ -326,8 +312,8 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _row(name: str, base: list[float], cur: list[float], settings, **how):
     import numpy as np
 
-    from perfgate.report import Row
-    from perfgate.stats import compare_samples
+    from perfgate.gate.report import Row
+    from perfgate.gate.stats import compare_samples
 
     res = compare_samples(base, cur, settings, **how)
     return Row(
@@ -351,7 +337,7 @@ def _lonely_row(name: str, verdict: str, samples: list[float]):
     """A benchmark on one side only: its median and count, no statistics."""
     import numpy as np
 
-    from perfgate.report import MISSING, Row
+    from perfgate.gate.report import MISSING, Row
 
     median = float(np.median(samples))
     if verdict == MISSING:
@@ -368,50 +354,4 @@ def _lonely_row(name: str, verdict: str, samples: list[float]):
         "not in the baseline; record it with update_baselines",
         current_median=median,
         n_current=len(samples),
-    )
-
-
-def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser(
-        "compare",
-        help="statistical regression gate: compare two pytest-benchmark JSON files",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("baseline", metavar="BASELINE.json", help="the stored baseline")
-    parser.add_argument("current", metavar="CURRENT.json", help="this run's results")
-    parser.add_argument("--json", dest="json_out", metavar="OUT", help="write the report as JSON")
-    parser.add_argument(
-        "--markdown",
-        dest="markdown_out",
-        metavar="OUT",
-        help="write the report as GitHub markdown (a PR comment, $GITHUB_STEP_SUMMARY)",
-    )
-    parser.add_argument(
-        "--allow-missing",
-        action="store_true",
-        help="a benchmark in the baseline but not in the current run does not fail the gate",
-    )
-    from perfgate import settings
-
-    # a comparison of two files takes one look at a stored baseline: no adaptive looks, no A/B
-    settings.add_options(parser, settings.STATS, skip=("looks", "ab_min_effect"))
-    parser.set_defaults(func=_run)
-
-
-def _run(args: argparse.Namespace) -> int:
-    from perfgate import settings
-
-    try:  # bad option values or settings table are unusable input: one line, exit 2
-        gate = settings.from_args(args)
-    except settings.SettingsError as exc:
-        print(f"perfgate compare: error: {exc}", file=sys.stderr)
-        return 2
-    return compare_files(
-        args.baseline,
-        args.current,
-        settings=gate.stats,
-        json_out=args.json_out,
-        markdown_out=args.markdown_out,
-        allow_missing=args.allow_missing,
     )

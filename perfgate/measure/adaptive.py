@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from perfgate.stats import INCONCLUSIVE, Result
+from perfgate.gate.stats import INCONCLUSIVE, Result
 
 
 def schedule(rounds: int, looks: int) -> list[int]:

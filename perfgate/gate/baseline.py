@@ -22,11 +22,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from perfgate import atomic
-from perfgate.modes import MODE_NAMES
+from perfgate.measure.modes import MODE_NAMES
 
 SCHEMA = 1
-MODES = MODE_NAMES  # perfgate.modes defines them
+MODES = MODE_NAMES  # perfgate.measure.modes defines them
 FINGERPRINT_KEYS = (
     "gpu_name",
     "arch",
@@ -394,8 +393,6 @@ def samples(data: dict[str, Any]) -> dict[str, list[float]]:
 
 
 # The one atomic writer (perfgate.atomic), under the names baseline code has always used.
-write_atomic = atomic.write_json
-write_text_atomic = atomic.write_text
 
 
 def _json_type(value: Any) -> str:

@@ -5,7 +5,7 @@ tolerances live in that table and nowhere else: this module holds the names, typ
 ranges of the keys, never their values. docs/perfgate-compare.md lists the keys.
 
 ```toml
-[tool.perfgate]                  # the statistical gate (perfgate.stats.Settings)
+[tool.perfgate]                  # the statistical gate (perfgate.gate.stats.Settings)
 alpha = 0.01
 ...
 [tool.perfgate.rounds]           # measured rounds per benchmark, per timing mode
@@ -40,22 +40,19 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10 (the perf extra installs tomli there)
     import tomli as tomllib
 
-from perfgate.modes import MODE_NAMES
+from perfgate.gate.paths import PYPROJECT
+from perfgate.measure.modes import MODE_NAMES
 
-if TYPE_CHECKING:
-    from perfgate.stats import Settings
-
-PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 TABLE = "tool.perfgate"
 
 # Option groups, by the commands that use them.
@@ -299,7 +296,7 @@ KEYS: tuple[Key, ...] = (
 )
 KEYS_BY_NAME: Mapping[str, Key] = MappingProxyType({k.name: k for k in KEYS})
 _SECTIONS = frozenset(k.name.split(".")[0] for k in KEYS if "." in k.name)
-# Every timing mode has a rounds key (derived above from perfgate.modes).
+# Every timing mode has a rounds key (derived above from perfgate.measure.modes).
 _ROUND_MODES = tuple(k.name.split(".", 1)[1] for k in KEYS if k.group == ROUNDS)
 
 
@@ -339,6 +336,56 @@ class IsaTolerances:
             f"vgpr_tolerance_rel={self.vgpr_tolerance_rel:g}, "
             f"valu_tolerance_rel={self.valu_tolerance_rel:g}"
         )
+
+
+# -- the verdict's knobs ---------------------------------------------------------------------
+def _configured(name: str) -> Any:
+    """A field whose default is the ``[tool.perfgate]`` value (pyproject.toml, read once)."""
+    return field(default_factory=lambda: stats_default(name))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The knobs of the verdict. The defaults are the documented gate, read from
+    ``[tool.perfgate]`` in pyproject.toml (this module), the only copy of them."""
+
+    alpha: float = _configured("alpha")
+    min_effect: float = _configured("min_effect")
+    noise_factor: float = _configured("noise_factor")
+    min_samples: int = _configured("min_samples")
+    n_resamples: int = _configured("n_resamples")
+    seed: int = _configured("seed")
+    min_effect_drift: float = _configured("min_effect_drift")
+    drift_factor: float = _configured("drift_factor")
+    ab_min_effect: float = _configured("ab_min_effect")
+    looks: int = _configured("looks")
+    inconclusive_exit: int = _configured("inconclusive_exit")
+    bootstrap_max_samples: int = _configured("bootstrap_max_samples")
+
+    def __post_init__(self) -> None:
+        # One set of rules for the table, the command line and this constructor.
+        for f in fields(self):
+            object.__setattr__(self, f.name, stats_field(f.name, getattr(self, f.name)))
+
+    @property
+    def confidence(self) -> float:
+        """Two-sided level of the bootstrap interval; each bound is one-sided at 1 - alpha."""
+        return 1 - 2 * self.alpha
+
+    def look_alpha(self, looks: int = 1) -> float:
+        """The level of each look when a verdict may take ``looks`` looks (Bonferroni: the
+        chance that any look raises a false alarm stays below ``alpha``)."""
+        if isinstance(looks, bool) or not isinstance(looks, int) or looks < 1:
+            raise ValueError(f"looks must be an int >= 1, got {looks!r}")
+        return self.alpha / looks
+
+    def threshold(self, noise: float, *, drift: float | None = None, ab: bool = False) -> float:
+        """The smallest change that counts (a fraction): see the module docstring."""
+        if ab:
+            return self.ab_min_effect
+        if drift is not None:
+            return max(self.min_effect_drift, self.drift_factor * drift)
+        return max(self.min_effect, self.noise_factor * noise)
 
 
 @dataclass(frozen=True)
@@ -515,7 +562,7 @@ def argument(k: Key, flag: str) -> Callable[[str], int | float]:
 
 
 def stats_field(name: str, value: Any) -> int | float:
-    """Check one :class:`perfgate.stats.Settings` field (TypeError / ValueError)."""
+    """Check one :class:`perfgate.gate.stats.Settings` field (TypeError / ValueError)."""
     return key(name).check(value)
 
 
@@ -572,8 +619,6 @@ def _check(k: Key, value: Any, label: str) -> int | float:
 
 
 def _build(values: Mapping[str, int | float], source: str) -> GateSettings:
-    from perfgate.stats import Settings
-
     stats = Settings(**{k.name: values[k.name] for k in KEYS if k.group == STATS})
     return GateSettings(
         stats=stats,

@@ -19,7 +19,7 @@ from typing import Any
 from perfgate import spawn
 
 _TIMEOUT_S = 10
-_REPO = Path(__file__).resolve().parents[1]
+_REPO = Path(__file__).resolve().parents[2]
 
 # nvidia-smi fields -> our keys (MHz, W, degrees C)
 _NVIDIA_FIELDS = (

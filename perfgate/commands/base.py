@@ -1,0 +1,38 @@
+"""What every command shares: the answer on a machine without a GPU, and the one-line error.
+
+Command modules import this and the library, never each other.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def gpu_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def gpu_required() -> bool:
+    """``PERFGATE_REQUIRE_GPU`` set (not empty, not 0): a GPU job, where no GPU is an error."""
+    return os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0")
+
+
+def no_gpu(command: str) -> int:
+    """The answer on a machine without a GPU: a clear message; 0, or 2 when a GPU is required."""
+    import torch
+
+    why = f"torch {torch.__version__} sees no CUDA/ROCm GPU (cuda={torch.version.cuda}, hip={torch.version.hip})"
+    if gpu_required():
+        print(f"perfgate {command}: error: PERFGATE_REQUIRE_GPU is set but {why}", file=sys.stderr)
+        return 2
+    print(f"perfgate {command}: no GPU on this machine ({why}); ran no benchmarks.")
+    return 0
+
+
+def error(command: str, exc: BaseException | str) -> int:
+    """``perfgate COMMAND: error: ...`` on stderr, one line; exit code 2 (unusable input)."""
+    print(f"perfgate {command}: error: {exc}", file=sys.stderr)
+    return 2

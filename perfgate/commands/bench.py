@@ -1,0 +1,362 @@
+"""``python -m perfgate bench`` and ``update-baselines``: run the GPU benchmarks, gate or record.
+
+``bench`` runs ``pytest tests/perf`` once per timing mode, writing
+``.perfgate/results/<mode>.json`` (pytest-benchmark JSON with per-round device-time samples),
+then compares it with ``perf_baselines/<device_key>/<mode>.json`` and exits as ``compare`` does:
+0 no regression, 1 regression (or a failing benchmark), 2 unusable input. With no baseline for
+this device it exits 2 (a GPU job without a baseline must be visible, not green) unless
+``--allow-missing-baseline``. On a machine without a GPU it prints why and exits 0, running
+nothing (``PERFGATE_REQUIRE_GPU=1`` makes that an error, exit 2).
+
+``update-baselines`` runs the same benchmarks and, only after a complete successful run, writes
+the baseline atomically and prints the comparison with the one it replaces.
+``update-baselines --isa`` rewrites the static ISA baselines instead (``perfgate isa``).
+
+Default selection: ``-m "bench and not slow"``, i.e. the ``leaderboard`` and ``reducer``
+groups; the production grid is ``slow`` (``-m slow`` or ``-k grid`` selects it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfgate import atomic, spawn
+from perfgate.commands import base
+from perfgate.gate import paths
+from perfgate.measure import session
+from perfgate.measure.modes import MODE_NAMES, MODES
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    bench = subparsers.add_parser(
+        "bench",
+        help="run the GPU benchmarks and gate them against this device's baseline",
+        description=__doc__.split("\n\n")[1],
+    )
+    _common_options(bench, skip=("ab_min_effect",))
+    bench.add_argument(
+        "--allow-missing-baseline",
+        action="store_true",
+        help="exit 0 (with a warning) instead of 2 when this device has no baseline yet",
+    )
+    bench.set_defaults(func=bench_command)
+
+    update = subparsers.add_parser(
+        "update-baselines",
+        help="run the GPU benchmarks and rewrite this device's baselines",
+        description=__doc__.split("\n\n")[2],
+    )
+    # update-baselines compares the new baseline with the old one once: no adaptive looks
+    _common_options(update, skip=("ab_min_effect", "looks"))
+    update.add_argument(
+        "--isa",
+        action="store_true",
+        help="rewrite <baselines-dir>/isa/<target>.json for every target (perfgate isa) instead",
+    )
+    update.add_argument(
+        "--allow-drop",
+        action="store_true",
+        help="allow a new baseline that lacks benchmarks of the old one (a narrower selection)",
+    )
+    from perfgate.gate import settings
+
+    runs = settings.key("baseline_runs")
+    update.add_argument(
+        "--runs",
+        type=settings.argument(runs, "--runs"),
+        default=None,
+        metavar="N",
+        help="independent runs to pool (default: baseline_runs of [tool.perfgate]); >= 2 "
+        f"records each benchmark's run-to-run spread, which sets its threshold ({runs.expected})",
+    )
+    update.add_argument(
+        "--replace-device",
+        action="store_true",
+        help="replace a baseline recorded on another device (GPU name, arch or CU count)",
+    )
+    update.set_defaults(func=update_command)
+
+
+def _common_options(parser: argparse.ArgumentParser, skip: tuple[str, ...]) -> None:
+    each = "; ".join(f"{m.name}: {m.description}" for m in MODES).replace("%", "%%")
+    parser.add_argument(
+        "--mode",
+        choices=(*MODE_NAMES, "both"),
+        default="device",
+        help=f"timing mode: {', '.join(MODE_NAMES)}, or both for every mode in turn "
+        f"(default: %(default)s). {each}",
+    )
+    parser.add_argument("-k", dest="keyword", metavar="EXPR", help="pytest -k selection")
+    parser.add_argument(
+        "-m",
+        dest="markers",
+        metavar="EXPR",
+        help=f"pytest -m selection (default: {session.DEFAULT_MARKERS!r}: leaderboard and reducer groups)",
+    )
+    parser.add_argument(
+        "--no-warmup-pass",
+        action="store_true",
+        help="skip the short pass (min_samples rounds, discarded) that brings the GPU to its "
+        "working clocks before the measured run",
+    )
+    parser.add_argument(
+        "--tag",
+        metavar="NAME",
+        help="a selection with its own baseline and results, <mode>-NAME.json (e.g. -m slow "
+        "--tag grid: the production grid)",
+    )
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=paths.DEFAULT_RESULTS,
+        help="where <mode>.json, <mode>.md and <mode>.compare.json go (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--baselines-dir",
+        type=Path,
+        default=paths.DEFAULT_BASELINES,
+        help="root of the per-device baselines (default: perf_baselines in the repository)",
+    )
+    from perfgate.gate import settings
+
+    settings.add_options(parser, settings.STATS, settings.ROUNDS, settings.PROCESSES, skip=skip)
+    parser.add_argument(
+        "pytest_args",
+        nargs=argparse.REMAINDER,
+        metavar="-- PYTEST_ARGS",
+        help="anything after -- goes to pytest (e.g. -- --perfgate-rounds 400 -x)",
+    )
+
+
+def _gate_settings(command: str, args: argparse.Namespace):
+    """[tool.perfgate] with this command line's overrides; None (after one line) when unusable."""
+    from perfgate.gate import settings
+
+    try:
+        paths.stem(MODE_NAMES[0], getattr(args, "tag", None))
+        check_dirs(args)
+        return settings.from_args(args)
+    except (settings.SettingsError, ValueError) as exc:
+        print(f"perfgate {command}: error: {exc}", file=sys.stderr)
+        return None
+
+
+def check_dirs(args: argparse.Namespace) -> None:
+    """The results must be writable and never land among the baselines (results/<mode>.json
+    would then be a baseline, overwritten by every run): OutputError, one line, otherwise."""
+    from perfgate import atomic
+
+    results, baselines = Path(args.results_dir), Path(args.baselines_dir)
+    atomic.check_outputs({"--results-dir": results / f"{paths.stem(MODE_NAMES[0], args.tag)}.md"})
+    inside = Path(os.path.realpath(results))
+    root = Path(os.path.realpath(baselines))
+    if inside == root or root in inside.parents:
+        raise atomic.OutputError(
+            f"--results-dir {results} is inside --baselines-dir {baselines}: a run's results "
+            "would be written over the baselines it is compared with; give another --results-dir"
+        )
+
+
+def bench_command(args: argparse.Namespace) -> int:
+    gate = _gate_settings("bench", args)
+    if gate is None:
+        return 2
+    if not base.gpu_available():
+        return base.no_gpu("bench")
+    return max(_bench_mode(mode, args, gate) for mode in session.modes(args.mode))
+
+
+def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
+    from perfgate.gate import baseline as bl
+    from perfgate.gate import compare
+
+    rc = session.warm_up(mode, args, gate)
+    if rc:
+        return rc
+    rc, json_path = session.run_mode(mode, args, gate)
+    if rc:
+        return rc
+    try:
+        data = session.load_result(json_path, mode)
+    except bl.BaselineError as exc:
+        print(f"perfgate bench: error: {exc}", file=sys.stderr)
+        return 2
+    out = paths.result_paths(args.results_dir, mode, args.tag)
+    base = paths.baseline_path(args.baselines_dir, bl.device_key(data), mode, args.tag)
+    if not base.is_file():
+        return _missing_baseline(mode, base, bl.device_key(data), out, args)
+    try:
+        base_data = bl.load(base)
+        compare.check_enough_rounds({json_path: bl.samples(data)}, gate.stats)
+        looks = session.adaptive_rounds(mode, args, gate, base_data, data, json_path)
+    except (bl.BaselineError, compare.InputError) as exc:
+        print(f"perfgate bench: error: {exc}", file=sys.stderr)
+        return 2
+    narrowed = session.selection_given(
+        args.keyword, args.markers, session.passthrough(args.pytest_args)
+    )
+    try:
+        report = compare.build_report(
+            base,
+            json_path,
+            gate.stats,
+            # a narrowed selection leaves the rest of the baseline unmeasured on purpose
+            allow_missing=narrowed,
+            looks_taken=looks,
+        )
+    except (bl.BaselineError, compare.InputError) as exc:
+        print(f"perfgate bench: error: {exc}", file=sys.stderr)
+        return 2
+    return compare.present(
+        report, json_out=out["compare"], markdown_out=out["markdown"], prog="bench"
+    )
+
+
+def _missing_baseline(mode: str, base: Path, key: str, out, args) -> int:
+
+    message = (
+        f"no {mode} baseline for device {key!r} ({base}); record one on this device with "
+        f"`python -m perfgate update-baselines --mode {mode}` and commit it"
+    )
+    atomic.write_text(out["markdown"], f"### perfgate {mode}\n\n**{message}**\n")
+    if args.allow_missing_baseline:
+        print(f"perfgate bench: WARNING: {message}", file=sys.stderr)
+        return 0
+    print(f"perfgate bench: error: {message}", file=sys.stderr)
+    return 2
+
+
+def update_command(args: argparse.Namespace) -> int:
+    from perfgate.measure.inject import slowdown_fraction
+
+    if args.isa:
+        return _update_isa(args)
+    gate = _gate_settings("update-baselines", args)
+    if gate is None:
+        return 2
+    if slowdown_fraction():
+        print(
+            "perfgate update-baselines: error: MXFP4_BENCH_INJECT_SLOWDOWN is set; "
+            "an injected slowdown must never become a baseline",
+            file=sys.stderr,
+        )
+        return 2
+    if not base.gpu_available():
+        base.no_gpu("update-baselines")
+        print(
+            "perfgate update-baselines: error: nothing measured, no baseline written",
+            file=sys.stderr,
+        )
+        return 2
+    return max(_update_mode(mode, args, gate) for mode in session.modes(args.mode))
+
+
+def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
+    from perfgate.gate import baseline as bl
+    from perfgate.gate.compare import compare_files
+
+    prog = "perfgate update-baselines"
+    runs = gate.baseline_runs if args.runs is None else args.runs  # checked by its option
+    try:
+        data = _record_runs(mode, args, runs, gate)
+    except _RunFailed as exc:
+        print(f"{prog}: {mode}: {exc}; baseline unchanged", file=sys.stderr)
+        return exc.code
+    except bl.BaselineError as exc:
+        print(f"{prog}: error: {exc}; baseline unchanged", file=sys.stderr)
+        return 2
+    base = paths.baseline_path(args.baselines_dir, bl.device_key(data), mode, args.tag)
+    problem = _refusal(base, data, args)
+    if problem:
+        print(f"{prog}: error: {problem}; baseline unchanged", file=sys.stderr)
+        return 2
+    pooled = paths.result_paths(args.results_dir, mode, args.tag)["json"].with_suffix(
+        ".pooled.json"
+    )
+    atomic.write_json(pooled, data)
+    if base.exists():
+        print(f"{prog}: {mode}: new baseline against the one it replaces:")
+        compare_files(base, pooled, settings=gate.stats, allow_missing=True)
+    atomic.write_json(base, data)
+    fp = bl.fingerprint(data)
+    print(
+        f"{prog}: wrote {base} ({len(data['benchmarks'])} benchmarks, {runs} runs pooled, "
+        f"commit {fp.get('git_commit')}{' + uncommitted changes' if fp.get('git_dirty') else ''})"
+        "; commit it"
+    )
+    return 0
+
+
+class _RunFailed(Exception):
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _record_runs(mode: str, args: argparse.Namespace, runs: int, gate) -> dict[str, Any]:
+    """``runs`` independent runs (separate pytest processes), pooled (perfgate.gate.baseline)."""
+    from perfgate.gate import baseline as bl
+
+    recorded = []
+    rc = session.warm_up(mode, args, gate)
+    if rc:
+        raise _RunFailed("the warm-up pass failed", rc)
+    for i in range(runs):
+        rc, json_path = session.run_mode(mode, args, gate)
+        if rc:
+            raise _RunFailed(f"run {i + 1} of {runs} incomplete", rc)
+        recorded.append(session.load_result(json_path, mode))
+    return bl.pool_runs(recorded)
+
+
+def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str | None:
+    """Why the new baseline must not replace ``base``, or None."""
+    from perfgate.gate import baseline as bl
+
+    fp = bl.fingerprint(data)
+    if not fp.get("git_commit"):
+        return (
+            "the run records no git commit (not a git checkout?); a baseline must say what it "
+            "measured"
+        )
+    if not base.exists():
+        return None
+    try:
+        old = bl.load(base)
+    except bl.BaselineError as exc:
+        print(f"perfgate update-baselines: WARNING: replacing an unusable baseline: {exc}")
+        return None
+    other = bl.device_differences(bl.fingerprint(old), fp)
+    if other and not args.replace_device:
+        return (
+            f"{base} was recorded on another device ({other}); pass --replace-device to replace it"
+        )
+    dropped = sorted(set(bl.samples(old)) - set(bl.samples(data)))
+    if dropped and not args.allow_drop:
+        return (
+            f"the new baseline would drop {len(dropped)} benchmark(s) of {base} (e.g. "
+            f"{dropped[0]}); run the full selection or pass --allow-drop"
+        )
+    return None
+
+
+def _update_isa(args: argparse.Namespace) -> int:
+    from perfgate import atomic
+    from perfgate.isa.collect import TARGETS
+
+    outs = {target: Path(args.baselines_dir) / "isa" / f"{target}.json" for target in TARGETS}
+    try:
+        atomic.check_outputs({f"--baselines-dir ({t})": out for t, out in outs.items()})
+    except atomic.OutputError as exc:
+        print(f"perfgate update-baselines: error: {exc}", file=sys.stderr)
+        return 2
+    rc = 0
+    for target, out in outs.items():
+        cmd = [sys.executable, "-m", "perfgate", "isa", "--target", target, "--json", str(out)]
+        print(f"perfgate update-baselines --isa: {' '.join(cmd[1:])}", flush=True)
+        rc = max(rc, spawn.run(cmd, cwd=paths.REPO, check=False).returncode)
+    return rc

@@ -1,0 +1,1 @@
+"""How a measurement is judged: settings, statistics, baselines, verdicts, reports."""

@@ -1,0 +1,100 @@
+"""The timing modes, defined once: what one benchmark sample means and how a case is timed.
+
+A mode names a results file (``.perfgate/results/<mode>.json``), a baseline
+(``perf_baselines/<device>/<mode>.json``) and the ``machine_info["perfgate"]["mode"]`` a file
+records; two files of different modes are never compared. A mode with ``groups`` times only those
+benchmark groups (``host``: the host path), and the other modes never time them.
+
+Each mode is an object that knows its flush and how it times a prepared case
+(:meth:`Mode.time`, called by the plugin's harness). Adding a mode is one class and one entry in
+:data:`MODES` here, and its rounds in ``[tool.perfgate.rounds]`` (pyproject.toml).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Mode:
+    name: str
+    description: str  # one line, for --help and reports
+    # benchmark groups only this mode times; empty: every group that no mode claims
+    groups: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.name.isidentifier():
+            raise ValueError(f"mode name must be a plain identifier, got {self.name!r}")
+
+    def flush(self, last_level_cache_bytes: int, device: Any) -> Any:
+        """The flush before each timed round: the gate's cache flush and device hold."""
+        from perfgate.measure.flush import gate_flush
+
+        return gate_flush(last_level_cache_bytes, device)
+
+    def time(self, harness: Any, benchmark: Any, work: Any) -> None:
+        """Time the prepared case ``work`` (perfgate.measure.harness.Work) under ``benchmark``."""
+        raise NotImplementedError(f"mode {self.name} does not time {type(work).__name__}")
+
+
+class Device(Mode):
+    """All copies in one graph replay; a sample is per-call device time."""
+
+    def time(self, harness: Any, benchmark: Any, work: Any) -> None:
+        harness.batched(benchmark, work)
+
+
+class Leaderboard(Mode):
+    """Events around one call after a flush that outlasts the host path; inputs rotate."""
+
+    def flush(self, last_level_cache_bytes: int, device: Any) -> Any:
+        from perfgate.measure.flush import leaderboard_flush
+
+        return leaderboard_flush(last_level_cache_bytes, device)
+
+    def time(self, harness: Any, benchmark: Any, work: Any) -> None:
+        harness.per_call(benchmark, work)
+
+
+class Host(Mode):
+    """Host time per ``custom_kernel`` call over a reference path (perfgate.measure.host_timer)."""
+
+    def time(self, harness: Any, benchmark: Any, work: Any) -> None:
+        harness.host_time(benchmark, work)
+
+
+MODES: tuple[Mode, ...] = (
+    Device("device", "kernel time: graph replay over rotated input copies"),
+    Leaderboard(
+        "leaderboard",
+        "events around one custom_kernel call after a flush the host path cannot outlast",
+    ),
+    Host(
+        "host",
+        "host time per custom_kernel call over an interleaved reference path (x 10 us): back-to-back batches, the GPU never the bound",
+        groups=("host",),
+    ),
+)
+MODE_NAMES: tuple[str, ...] = tuple(m.name for m in MODES)
+DEFAULT_MODE = "device"
+
+
+_CLAIMED = frozenset(g for m in MODES for g in m.groups)
+
+
+def times_group(mode: str, group: str | None) -> bool:
+    """Whether ``mode`` times benchmarks of ``group``: host time and device time are different
+    quantities, so a group is timed by the modes made for it."""
+    chosen = get(mode)
+    if chosen.groups:
+        return group in chosen.groups
+    return group not in _CLAIMED
+
+
+def get(name: str) -> Mode:
+    """The mode called ``name``; ValueError naming the known ones otherwise."""
+    for mode in MODES:
+        if mode.name == name:
+            return mode
+    raise ValueError(f"mode must be one of {', '.join(MODE_NAMES)}, got {name!r}")

@@ -1,0 +1,80 @@
+"""Git revisions as trees to measure: a commit resolved, checked out in a temporary worktree, its
+native reducer built into a cache of its own. ``perfgate ab`` and ``perfgate bisect`` use these."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from perfgate import spawn
+from perfgate.gate import paths
+
+
+class AbError(Exception):
+    """A run that cannot be judged; ``code`` is the exit code, the message one line."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# -- revisions ----------------------------------------------------------------------------------
+def git(*args: str, cwd: Path | None = None) -> str:
+    """``git args`` in ``cwd`` (default: this checkout, :data:`paths.REPO`); AbError if it fails."""
+    # safe.directory: inside the ROCm container the mounted checkout belongs to another user,
+    # and git refuses such a repository otherwise
+    cmd = ["git", "-c", "safe.directory=*", *args]
+    proc = spawn.run(cmd, cwd=paths.REPO if cwd is None else cwd, capture_output=True, text=True)
+    if proc.returncode:
+        raise AbError(f"git {' '.join(args)}: {' '.join(proc.stderr.split()) or 'failed'}")
+    return proc.stdout.strip()
+
+
+def resolve(rev: str) -> str:
+    """The commit ``rev`` names; AbError (exit 2) for an unknown revision."""
+    if not rev or rev.startswith("-"):
+        raise AbError(f"--base/--head must name a git revision, got {rev!r}")
+    try:
+        return git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    except AbError:
+        raise AbError(f"{rev!r} names no commit of {paths.REPO} (fetch it first?)") from None
+
+
+@contextlib.contextmanager
+def worktree(commit: str, parent: Path, label: str = "rev") -> Iterator[Path]:
+    """``commit`` checked out (detached) under ``parent`` as ``<label>-<commit>``; removed
+    afterwards whatever happens. The label keeps two sides of one revision apart (``--base X
+    --head X``, the null check): each gets its own tree, build and cache."""
+    path = parent / f"{label}-{commit[:12]}"
+    git("worktree", "add", "--detach", "--quiet", str(path), commit)
+    try:
+        yield path
+    finally:
+        # git() raises; cleanup must not: a failed removal is pruned with the temporary dir
+        for args in (("worktree", "remove", "--force", str(path)), ("worktree", "prune")):
+            with contextlib.suppress(AbError):
+                git(*args)
+
+
+def build(root: Path, cache: Path | None, label: str) -> None:
+    """The side's native reducer, built in its own tree (a tree without the build skips it: the
+    worker then reports which reducer ran)."""
+    if not (root / "kernels" / "reducer" / "build.py").is_file():
+        print(f"perfgate ab: {label}: no kernels/reducer/build.py; nothing to build", flush=True)
+        return
+    env = side_env(cache)
+    cmd = [sys.executable, "-m", "kernels.reducer.build"]
+    proc = spawn.run(cmd, cwd=root, env=env, check=False)
+    if proc.returncode:
+        raise AbError(f"{label}: python -m kernels.reducer.build exited {proc.returncode}")
+
+
+def side_env(cache: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if cache is not None:
+        # Each side's reducer in its own cache: both record a manifest for the same arch.
+        env["MXFP4_CACHE_DIR"] = str(cache)
+    return env
