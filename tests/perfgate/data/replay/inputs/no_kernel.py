@@ -1,0 +1,3 @@
+"""A submission without custom_kernel."""
+
+X = 1
