@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 
 from perfgate.catalog import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
+from perfgate.gate.paths import SCHEMA
 from perfgate.gate.settings import MAX_LOOK_ROUNDS
 from perfgate.measure import inject, modes
 from perfgate.measure.clock import Timed, device_clock, measure
@@ -190,7 +191,7 @@ def other_modes_benchmarks(items: Iterable[pytest.Item], mode: str) -> list[pyte
 def machine_info_block(mode: str, fingerprint: dict) -> dict:
     """``machine_info["perfgate"]`` of a result file (docs/CONTRACTS.md)."""
     return {
-        "schema": 1,
+        "schema": SCHEMA,
         "device_key": fingerprint["device_key"],
         "mode": modes.get(mode).name,
         "fingerprint": fingerprint,

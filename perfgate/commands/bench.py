@@ -26,7 +26,7 @@ from typing import Any
 
 from perfgate import atomic, spawn
 from perfgate.commands import base
-from perfgate.gate import paths
+from perfgate.gate import device, paths
 from perfgate.measure import session
 from perfgate.measure.modes import MODE_NAMES, MODES
 
@@ -330,7 +330,7 @@ def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str 
     except bl.BaselineError as exc:
         print(f"perfgate update-baselines: WARNING: replacing an unusable baseline: {exc}")
         return None
-    other = bl.device_differences(bl.fingerprint(old), fp)
+    other = device.differences(bl.fingerprint(old), fp)
     if other and not args.replace_device:
         return (
             f"{base} was recorded on another device ({other}); pass --replace-device to replace it"

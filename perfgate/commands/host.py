@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 
 from perfgate.commands import base
-from perfgate.gate import host_counts
+from perfgate.gate import host_counts, verdict
 from perfgate.gate.paths import DEFAULT_BASELINES, HOST_COUNTS_NAME
 
 
@@ -88,9 +88,9 @@ def _run(args: argparse.Namespace) -> int:
         print(f"perfgate host: error: {exc}", file=sys.stderr)
         return 2
     for line in improvements:
-        print(f"improvement: {line}")
+        print(f"{verdict.HOST_LABELS[verdict.IMPROVEMENT]}: {line}")
     for line in failures:
-        print(f"REGRESSION: {line}", file=sys.stderr)
+        print(f"{verdict.HOST_LABELS[verdict.REGRESSION]}: {line}", file=sys.stderr)
     print(f"perfgate host: {len(failures)} count(s) grew, {len(improvements)} shrank")
     return 1 if failures else 0
 

@@ -22,9 +22,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from perfgate.gate.paths import SCHEMA
 from perfgate.measure.modes import MODE_NAMES
 
-SCHEMA = 1
 MODES = MODE_NAMES  # perfgate.measure.modes defines them
 FINGERPRINT_KEYS = (
     "gpu_name",
@@ -230,7 +230,7 @@ def run_spread(medians: list[float]) -> float:
 
 def run_drift(medians: list[float]) -> float:
     """The drift a stored-baseline threshold allows for: a robust run-to-run standard deviation
-    of a benchmark's per-run medians, relative to their median: ``1.4826 x MAD / median``.
+    of a benchmark's per-run medians, relative to their median (:func:`perfgate.gate.stats.relative_spread`).
 
     Why not the range (``spread``, what the threshold used first): on the H200 a single run in a
     slow episode (m16-n2112-k7168 2.4-4.2% slower for a second or so, both processes at once;
@@ -242,9 +242,9 @@ def run_drift(medians: list[float]) -> float:
         raise ValueError(f"medians must hold >= 2 positive values, got {medians!r}")
     import numpy as np
 
-    m = np.asarray(medians, dtype=float)
-    centre = float(np.median(m))
-    return 1.4826 * float(np.median(np.abs(m - centre))) / centre
+    from perfgate.gate.stats import relative_spread
+
+    return relative_spread(np.asarray(medians, dtype=float))
 
 
 def drifts(data: dict[str, Any]) -> dict[str, float]:
@@ -341,17 +341,6 @@ def append_samples(data: dict[str, Any], more: dict[str, Any]) -> None:
         if bench["fullname"] in extra:
             values = bench["stats"]["data"] + extra[bench["fullname"]]
             bench["stats"].update(_summary(values), data=values, rounds=len(values))
-
-
-# What makes two baselines another device's (a different card, or a MIG/CPX slice of one).
-DEVICE_FIELDS = ("gpu_name", "arch", "compute_units")
-
-
-def device_differences(old: dict[str, Any], new: dict[str, Any]) -> str:
-    """``"arch sm90 -> gfx950, ..."`` for the device fields that differ; empty when none."""
-    return ", ".join(
-        f"{f} {old.get(f)!r} -> {new.get(f)!r}" for f in DEVICE_FIELDS if old.get(f) != new.get(f)
-    )
 
 
 def _summary(data: list[float]) -> dict[str, float]:

@@ -15,12 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from perfgate import atomic
 from perfgate.gate import baseline as bl
+from perfgate.gate import device
 
 if TYPE_CHECKING:
     from perfgate.gate.stats import Settings
 
-# Fingerprint fields that define the device: a difference means the timings are not comparable.
-_DEVICE_FIELDS = ("arch", "compute_units")
 # Expected to differ (that is the point of comparing); reported as a note, not a warning.
 _CODE_FIELDS = ("git_commit",)
 
@@ -172,7 +171,7 @@ def judge(
     """One row per benchmark of either side (``missing`` / ``new`` for one side only)."""
     from rich.progress import track
 
-    from perfgate.gate.report import MISSING, NEW
+    from perfgate.gate.verdict import MISSING, NEW
 
     drifts = drifts or {}
     looks_taken = looks_taken or {}
@@ -225,7 +224,8 @@ def make_report(
 
     ``looks``: the looks the verdicts were judged for (each at ``alpha / looks``): what the
     report states, whatever ``settings.looks`` holds (a plain comparison takes one look)."""
-    from perfgate.gate.report import MISSING, Report
+    from perfgate.gate.report import Report
+    from perfgate.gate.verdict import MISSING
 
     verdicts = {r.verdict for r in rows}
     failed = "regression" in verdicts or (MISSING in verdicts and not allow_missing)
@@ -268,7 +268,7 @@ def _check_comparable(base_path, base: dict, cur_path, cur: dict) -> None:
             f"{cur_key!r}; compare against perf_baselines/{cur_key}/ instead"
         )
     base_fp, cur_fp = bl.fingerprint(base), bl.fingerprint(cur)
-    for field in _DEVICE_FIELDS:
+    for field in device.COMPARABLE:
         if base_fp[field] != cur_fp[field]:
             raise InputError(
                 f"device mismatch: fingerprint.{field} is {base_fp[field]!r} in {base_path} but "
@@ -337,7 +337,8 @@ def _lonely_row(name: str, verdict: str, samples: list[float]):
     """A benchmark on one side only: its median and count, no statistics."""
     import numpy as np
 
-    from perfgate.gate.report import MISSING, Row
+    from perfgate.gate.report import Row
+    from perfgate.gate.verdict import MISSING
 
     median = float(np.median(samples))
     if verdict == MISSING:

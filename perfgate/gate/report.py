@@ -13,10 +13,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-NEW = "new"
-MISSING = "missing"
-# Severity order: the order of the headline and of the table rows.
-VERDICTS = ("regression", "missing", "inconclusive", "improvement", "new", "unchanged")
+from perfgate.gate.verdict import VERDICTS  # VERDICTS: the headline and table order
+
 _PLURAL = {"regression": "regressions", "improvement": "improvements"}
 _STYLE = {
     "regression": "bold red",

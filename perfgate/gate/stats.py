@@ -45,11 +45,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from perfgate.gate.settings import Settings
-
-REGRESSION = "regression"
-IMPROVEMENT = "improvement"
-UNCHANGED = "unchanged"
-INCONCLUSIVE = "inconclusive"
+from perfgate.gate.verdict import IMPROVEMENT, INCONCLUSIVE, REGRESSION, UNCHANGED
 
 # 1.4826 * MAD estimates the standard deviation of Gaussian data.
 _MAD_TO_SIGMA = 1.4826

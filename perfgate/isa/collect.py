@@ -26,9 +26,9 @@ from typing import Any
 from kernels.targets import TARGETS as REGISTRY
 from kernels.targets import Target, get_target
 from perfgate import spawn
+from perfgate.gate.paths import SCHEMA
 from perfgate.isa import metrics
 
-SCHEMA = 1
 TOOL = "perfgate-isa"
 # The registered targets that compile on a CPU (kernels.targets says why the others cannot).
 TARGETS = tuple(name for name, t in REGISTRY.items() if t.statically_compilable)

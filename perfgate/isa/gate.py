@@ -21,15 +21,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.gate import verdict
 from perfgate.gate.settings import IsaTolerances
 from perfgate.isa import metrics
 from perfgate.isa.collect import SCHEMA, TARGETS, TOOL
 
-REGRESSION = "REGRESSION"
-IMPROVED = "improved"
-CHANGED = "changed"
-NEW = "new (not gated)"
-SKIPPED = "not checked"
+# The ISA table's labels of the gates' verdicts (perfgate.gate.verdict)
+REGRESSION = verdict.ISA_LABELS[verdict.REGRESSION]
+IMPROVED = verdict.ISA_LABELS[verdict.IMPROVEMENT]
+CHANGED = verdict.ISA_LABELS[verdict.CHANGED]
+NEW = verdict.ISA_LABELS[verdict.NEW]
+SKIPPED = verdict.ISA_LABELS[verdict.NOT_CHECKED]
 
 _INT_FIELDS = ("vgpr", "spills", "lds_bytes", "scratch_bytes", "occupancy")
 _OPTIONAL_INT_FIELDS = (

@@ -12,6 +12,7 @@ import pytest
 
 from perfgate import atomic
 from perfgate.gate import baseline as bl
+from perfgate.gate import device
 
 
 @pytest.fixture
@@ -418,7 +419,7 @@ def test_append_samples_keeps_stats_consistent(tmp_path, make_result, gpu_like):
 def test_device_differences_name_each_device_field(field, value, named):
     old = {"gpu_name": "NVIDIA H200", "arch": "sm90", "compute_units": 132, "driver": "1",
            "runtime": "cuda 12.8", "clocks": {"sm_mhz": 1980}}  # fmt: skip
-    assert bl.device_differences(old, dict(old, **{field: value})) == named
+    assert device.differences(old, dict(old, **{field: value})) == named
 
 
 # -- the drift a stored threshold allows for: robust, one slow run does not set it ------------
