@@ -50,7 +50,11 @@ def append_runs(
     samples_kept: int | None = None,
 ) -> list[Added]:
     """Keep the runs of ``paths`` (all read and checked first), in the order given."""
-    runs = [read_any(p, branch=branch) for p in paths]
+    return add_runs(store, [read_any(p, branch=branch) for p in paths], samples_kept=samples_kept)
+
+
+def add_runs(store: Store, runs: Iterable[Run], *, samples_kept: int | None = None) -> list[Added]:
+    """Keep ``runs`` (already read), in the order given."""
     out = [Added(run, store.add_run(run)) for run in runs]
     if samples_kept is not None and any(a.added for a in out):
         store.prune_samples(samples_kept)

@@ -110,17 +110,19 @@ def keep(args: argparse.Namespace, results: Path, rc: int, prog: str) -> int:
     if not args.history:
         return rc
     from perfgate.history import config, store
-    from perfgate.history.append import append_run
+    from perfgate.history.append import add_runs, read_any
     from perfgate.history.records import RecordError
 
+    try:  # read first: a run that cannot be kept creates no store
+        run = read_any(results, branch=args.history_branch)
+    except RecordError as exc:
+        print(f"perfgate {prog}: WARNING: --history: not appended: {_line(exc)}", file=sys.stderr)
+        return rc
     try:
         cfg = config.load()
         db = args.db or cfg.db
         with store.open_store(db, write=True) as s:
-            done = append_run(s, results, branch=args.history_branch, samples_kept=cfg.samples_kept)
-    except RecordError as exc:
-        print(f"perfgate {prog}: WARNING: --history: not appended: {_line(exc)}", file=sys.stderr)
-        return rc
+            (done,) = add_runs(s, [run], samples_kept=cfg.samples_kept)
     except (store.StoreError, config.HistoryConfigError) as exc:
         print(f"perfgate {prog}: error: --history: {_line(exc)}", file=sys.stderr)
         return max(rc, 2)
