@@ -3,6 +3,7 @@ native reducer built into a cache of its own. ``perfgate ab`` and ``perfgate bis
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import sys
@@ -11,6 +12,33 @@ from pathlib import Path
 
 from perfgate import spawn
 from perfgate.gate import paths
+
+# The benchmark groups a revision is measured on by default (what device mode times, less the grid).
+DEFAULT_GROUPS = ("leaderboard", "reducer")
+
+
+def add_revision_options(
+    parser: argparse.ArgumentParser,
+    old: tuple[str, str],
+    new: tuple[str, str],
+    *,
+    new_required: bool = True,
+) -> None:
+    """The options of a command that measures one revision against another (``ab``, ``bisect``):
+    ``old`` and ``new`` as ``(flag, help)`` pairs, then ``--groups`` and ``-k``."""
+    from perfgate import catalog
+
+    timed = [name for name in catalog.GROUPS if name != "host"]  # what device mode times
+    parser.add_argument(old[0], required=True, metavar="REV", help=old[1])
+    parser.add_argument(new[0], required=new_required, metavar="REV", help=new[1])
+    parser.add_argument(
+        "--groups",
+        default=",".join(DEFAULT_GROUPS),
+        help=f"comma-separated benchmark groups of {', '.join(timed)} (default: %(default)s)",
+    )
+    parser.add_argument(
+        "-k", dest="keyword", metavar="TEXT", help="only benchmarks whose name holds TEXT"
+    )
 
 
 class AbError(Exception):

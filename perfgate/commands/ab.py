@@ -30,10 +30,9 @@ from pathlib import Path
 from perfgate import catalog
 from perfgate.commands import base
 from perfgate.gate import paths
-from perfgate.revisions import AbError, resolve
-
-GROUPS = tuple(name for name in catalog.GROUPS if name != "host")  # what device mode times
-DEFAULT_GROUPS = ("leaderboard", "reducer")
+from perfgate.history import wiring as history
+from perfgate.revisions import DEFAULT_GROUPS as DEFAULT_GROUPS  # ab's default, for callers
+from perfgate.revisions import AbError, add_revision_options, resolve
 
 
 def report(args, gate, decisions, samples, infos, base_sha: str, head_sha: str | None) -> int:
@@ -111,18 +110,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--base", required=True, metavar="REV", help="the revision to compare with")
-    parser.add_argument(
-        "--head",
-        metavar="REV",
-        help="the revision to gate (default: this working tree, uncommitted edits included)",
+    add_revision_options(
+        parser,
+        ("--base", "the revision to compare with"),
+        ("--head", "the revision to gate (default: this working tree, uncommitted edits included)"),
+        new_required=False,
     )
-    parser.add_argument(
-        "--groups",
-        default=",".join(DEFAULT_GROUPS),
-        help=f"comma-separated benchmark groups of {', '.join(GROUPS)} (default: %(default)s)",
-    )
-    parser.add_argument("-k", dest="keyword", metavar="TEXT", help="only names containing TEXT")
     parser.add_argument(
         "--results-dir",
         type=Path,
@@ -152,6 +145,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         only=("rounds.device",),
         skip=("min_effect", "noise_factor", "min_effect_drift", "drift_factor"),
     )
+    history.add_options(parser)
     parser.set_defaults(func=_run)
 
 
@@ -172,12 +166,13 @@ def _run(args: argparse.Namespace) -> int:
         if args.head:
             resolve(args.head)
         catalog.cases(tuple(args.groups.split(",")), args.keyword)
+        history.check(args, outputs(args).values())
     except (AbError, ValueError) as exc:
         return base.error("ab", exc)
     if not base.gpu_available():
         return base.no_gpu("ab")
     try:
-        return _measure(args, gate)
+        return history.keep(args, outputs(args)["samples"], _measure(args, gate), "ab")
     except AbError as exc:
         print(f"perfgate ab: error: {exc}", file=sys.stderr)
         return exc.code

@@ -27,6 +27,7 @@ from typing import Any
 from perfgate import atomic, spawn
 from perfgate.commands import base
 from perfgate.gate import device, paths
+from perfgate.history import wiring as history
 from perfgate.measure import session
 from perfgate.measure.modes import MODE_NAMES, MODES
 
@@ -43,6 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="exit 0 (with a warning) instead of 2 when this device has no baseline yet",
     )
+    history.add_options(bench, against=True)
     bench.set_defaults(func=bench_command)
 
     update = subparsers.add_parser(
@@ -78,6 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="replace a baseline recorded on another device (GPU name, arch or CU count)",
     )
+    history.add_options(update)
     update.set_defaults(func=update_command)
 
 
@@ -139,6 +142,7 @@ def _gate_settings(command: str, args: argparse.Namespace):
     try:
         paths.stem(MODE_NAMES[0], getattr(args, "tag", None))
         check_dirs(args)
+        history.check(args)
         return settings.from_args(args)
     except (settings.SettingsError, ValueError) as exc:
         print(f"perfgate {command}: error: {exc}", file=sys.stderr)
@@ -172,7 +176,6 @@ def bench_command(args: argparse.Namespace) -> int:
 
 def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
     from perfgate.gate import baseline as bl
-    from perfgate.gate import compare
 
     rc = session.warm_up(mode, args, gate)
     if rc:
@@ -185,8 +188,19 @@ def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
     except bl.BaselineError as exc:
         print(f"perfgate bench: error: {exc}", file=sys.stderr)
         return 2
+    return history.keep(args, json_path, _judge(mode, args, gate, data, json_path), "bench")
+
+
+def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path) -> int:
+    from perfgate.gate import baseline as bl
+    from perfgate.gate import compare
+
     out = paths.result_paths(args.results_dir, mode, args.tag)
     base = paths.baseline_path(args.baselines_dir, bl.device_key(data), mode, args.tag)
+    picked = history.judged_against(args, data, json_path, base, gate, "bench")
+    if picked is None:
+        return 2
+    base, gate = picked
     if not base.is_file():
         return _missing_baseline(mode, base, bl.device_key(data), out, args)
     try:
@@ -288,7 +302,7 @@ def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
         f"commit {fp.get('git_commit')}{' + uncommitted changes' if fp.get('git_dirty') else ''})"
         "; commit it"
     )
-    return 0
+    return history.keep(args, pooled, 0, "update-baselines")
 
 
 class _RunFailed(Exception):

@@ -20,6 +20,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from perfgate.revisions import add_revision_options
+
 PROG = "perfgate bisect"
 
 
@@ -30,15 +32,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--good", required=True, metavar="REV", help="a commit that was fast")
-    parser.add_argument("--bad", required=True, metavar="REV", help="a later commit that is slow")
-    parser.add_argument(
-        "-k",
-        dest="keyword",
-        metavar="TEXT",
-        help="only benchmarks whose name holds TEXT (passed to ab)",
+    add_revision_options(
+        parser,
+        ("--good", "a commit that was fast"),
+        ("--bad", "a later commit that is slow"),
     )
-    parser.add_argument("--groups", help="benchmark groups, passed to ab (default: ab's)")
     parser.add_argument(
         "--results-dir",
         type=Path,
@@ -73,6 +71,19 @@ def _run(args: argparse.Namespace) -> int:
     except bs.RevisionError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
+    from perfgate import catalog
+
+    try:
+        selected = catalog.cases(tuple(args.groups.split(",")), args.keyword)
+    except ValueError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
+    if not selected:
+        print(
+            f"{PROG}: error: -k {args.keyword!r} matches no benchmark of {args.groups}",
+            file=sys.stderr,
+        )
+        return 2
     if args.json_out is not None and args.json_out.resolve().is_relative_to(
         args.results_dir.resolve()
     ):
@@ -90,7 +101,7 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    extra = ["--groups", args.groups] if args.groups else []
+    extra = ["--groups", args.groups]
     runner = bs.subprocess_runner(repo, keyword=args.keyword, extra=extra, out_dir=args.results_dir)
     print(f"{PROG}: {len(commits) - 1} commits after {commits[0][:12]} up to {commits[-1][:12]}")
     result = bs.bisect(commits, _announcing(runner))

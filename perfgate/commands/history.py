@@ -1,8 +1,9 @@
 """``python -m perfgate history add|list|detect|plot|report``: every run kept, its change points
 found and plotted.
 
-  add RESULTS.json [...]     keep runs (pytest-benchmark JSON from bench, update-baselines, ab);
-                             adding a run already kept adds nothing
+  add RESULTS.json [...]     keep runs (pytest-benchmark JSON from bench and update-baselines,
+                             ab.samples.json from ab: its head side, mode "ab"); adding a run
+                             already kept adds nothing
   list [-k TEXT]             the kept rows: one per benchmark per run
   detect [--json OUT]        change points per benchmark over its runs in commit order; a change
                              of the fingerprint (driver, runtime, torch, triton, GPU) starts a new
@@ -106,7 +107,9 @@ def _filters(p: argparse.ArgumentParser) -> None:
         "-k", dest="keyword", metavar="TEXT", help="only benchmarks whose name holds TEXT"
     )
     p.add_argument("--device", metavar="KEY", help="only this device key (e.g. nvidia-h200)")
-    p.add_argument("--mode", metavar="MODE", help="only this timing mode")
+    p.add_argument(
+        "--mode", metavar="MODE", help="only this timing mode, or ab for the heads of A/B runs"
+    )
     p.add_argument("--branch", metavar="NAME", help="only runs of this branch")
 
 
@@ -152,20 +155,38 @@ def _db(args: argparse.Namespace, cfg) -> Path | str:
 
 def _not_over(out: Path, inputs: list) -> None:
     """Never write an output over an input (a store given as sqlite:///PATH is that PATH)."""
+    from perfgate.history.store import sqlite_path
+
     for p in inputs:
-        text = str(p)
-        path = Path(text.split("://", 1)[1]) if text.startswith("sqlite://") else Path(text)
-        if out.resolve() == path.resolve():
+        if out.resolve() == sqlite_path(p).resolve():
             raise UsageError(f"{out}: is also an input; write the output elsewhere")
+
+
+def _selected(args: argparse.Namespace, *outputs: Path | None, guard=None):
+    """What list, detect, plot and report start from: ``(config, store location, the rows the
+    filters select)``. ``outputs`` must not be the store; ``guard(store path)`` makes any other
+    check of the outputs; both before the store is opened."""
+    from perfgate.history.store import open_store, sqlite_path
+
+    cfg = _config()
+    db = _db(args, cfg)
+    for out in outputs:
+        if out is not None:
+            _not_over(out, [db])
+    if guard is not None:
+        guard(sqlite_path(db))
+    with open_store(db, write=False) as store:
+        return cfg, db, _rows(args, store)
 
 
 def _rows(args, store):
     from perfgate.history.store import Query
 
     if getattr(args, "mode", None) is not None:
+        from perfgate.history.records import AB_MODE
         from perfgate.measure.modes import MODE_NAMES
 
-        if args.mode not in MODE_NAMES:
+        if args.mode not in (*MODE_NAMES, AB_MODE):  # ab: named by --mode's help
             raise UsageError(f"--mode {args.mode}: expected one of {', '.join(MODE_NAMES)}")
     rows = store.rows(
         Query(device_key=args.device, mode=args.mode, branch=args.branch, keyword=args.keyword)
@@ -223,14 +244,8 @@ def _list(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from perfgate import atomic
-    from perfgate.history.store import open_store
 
-    cfg = _config()
-    db = _db(args, cfg)
-    if args.json_out:
-        _not_over(args.json_out, [db])
-    with open_store(db, write=False) as store:
-        rows = _rows(args, store)
+    _, db, rows = _selected(args, args.json_out)
     table = Table(title=f"perfgate history: {len(rows)} rows from {db}")
     for col in (
         "device",
@@ -315,14 +330,8 @@ def _detect(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from perfgate import atomic
-    from perfgate.history.store import open_store
 
-    cfg = _config()
-    db = _db(args, cfg)
-    if args.json_out:
-        _not_over(args.json_out, [db])
-    with open_store(db, write=False) as store:
-        rows = _rows(args, store)
+    cfg, _, rows = _selected(args, args.json_out)
     found = _detection(args, cfg, rows)
     console = Console(width=200)
     table = Table(
@@ -386,17 +395,12 @@ def _detect(args: argparse.Namespace) -> int:
 @_guarded
 def _plot(args: argparse.Namespace) -> int:
     from perfgate.history import plot
-    from perfgate.history.store import open_store
 
     try:
         plot.format_for(args.out)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    cfg = _config()
-    db = _db(args, cfg)
-    _not_over(args.out, [db])
-    with open_store(db, write=False) as store:
-        rows = _rows(args, store)
+    cfg, _, rows = _selected(args, args.out)
     fig = plot.overview(rows, _detection(args, cfg, rows))
     plot.save(fig, args.out)
     print(f"wrote {args.out} ({len(rows)} rows)")
@@ -406,17 +410,11 @@ def _plot(args: argparse.Namespace) -> int:
 @_guarded
 def _report(args: argparse.Namespace) -> int:
     from perfgate.history import site
-    from perfgate.history.store import open_store
+    from perfgate.history.store import sqlite_path
 
-    cfg = _config()
-    db = _db(args, cfg)
-    text = str(db)
-    db_path = Path(text.split("://", 1)[1]) if text.startswith("sqlite://") else Path(text)
-    site.check_out_dir(args.out, [db_path])
-    with open_store(db, write=False) as store:
-        rows = _rows(args, store)
+    cfg, db, rows = _selected(args, guard=lambda path: site.check_out_dir(args.out, [path]))
     index = site.write_site(
-        args.out, rows, _detection(args, cfg, rows), store=str(db), inputs=[db_path]
+        args.out, rows, _detection(args, cfg, rows), store=str(db), inputs=[sqlite_path(db)]
     )
     print(f"wrote {index}")
     return 0

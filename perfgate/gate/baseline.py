@@ -37,6 +37,10 @@ FINGERPRINT_KEYS = (
     "git_commit",
     "clocks",
 )
+# The code is git_commit; every other fingerprint key is the environment, which moves timings
+# without any change of the code: the history starts a new segment when one of them changes.
+CODE_KEYS = ("git_commit",)
+ENVIRONMENT_KEYS = tuple(k for k in FINGERPRINT_KEYS if k not in CODE_KEYS)
 
 
 # extra_info key of a pooled baseline's per-run medians and their spread

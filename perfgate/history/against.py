@@ -85,11 +85,17 @@ def history_baseline(
     return HistoryBaseline(data, reason, tuple(r for rs in picked.values() for r in rs))
 
 
-def gate_settings(stats, config: HistoryConfig):
-    """``stats`` (perfgate.gate.stats.Settings) with the history's threshold rule."""
-    return dataclasses.replace(
-        stats, min_effect_drift=config.gate_min_effect, drift_factor=config.gate_drift_factor
-    )
+def gate_settings(stats, config: HistoryConfig, *, given: Iterable[str] = ()):
+    """``stats`` (perfgate.gate.stats.Settings) with the history's threshold rule, less the keys
+    ``given`` on the command line (they win over both tables; ``--min-effect`` sets the floor
+    against a pooled baseline too, as perfgate.gate.settings rules)."""
+    given = set(given)
+    rule = {}
+    if not given & {"min_effect", "min_effect_drift"}:
+        rule["min_effect_drift"] = config.gate_min_effect
+    if "drift_factor" not in given:
+        rule["drift_factor"] = config.gate_drift_factor
+    return dataclasses.replace(stats, **rule)
 
 
 def _document(store: Store, device_key: str, mode: str, picked: dict[str, list[Row]]):

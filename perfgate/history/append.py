@@ -1,6 +1,9 @@
 """Adding runs to the store: what ``history add`` and every ``--history`` flag call.
 
-Every file is read and checked before the first is added, so one malformed file adds nothing
+A file is a pytest-benchmark results file (``bench``, ``update-baselines``:
+:func:`perfgate.history.records.read_run`) or an A/B samples file (``ab``'s ``ab.samples.json``:
+its head side, :mod:`perfgate.history.ab_records`). Every file is read and checked before the
+first is added, so one malformed file adds nothing
 (the command exits 2 naming it). Adding a run already kept, from any path, adds nothing. After
 adding, the per-round samples of each series' older runs are dropped (``samples_kept``): the
 medians and CIs stay forever, the samples only as long as the push gate may pool them.
@@ -8,10 +11,13 @@ medians and CIs stay forever, the samples only as long as the push gate may pool
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
+from perfgate.history.ab_records import is_ab_samples, read_ab_run
 from perfgate.history.records import Run, read_run
 from perfgate.history.store import Store
 
@@ -44,8 +50,23 @@ def append_runs(
     samples_kept: int | None = None,
 ) -> list[Added]:
     """Keep the runs of ``paths`` (all read and checked first), in the order given."""
-    runs = [read_run(p, branch=branch) for p in paths]
+    return add_runs(store, [read_any(p, branch=branch) for p in paths], samples_kept=samples_kept)
+
+
+def add_runs(store: Store, runs: Iterable[Run], *, samples_kept: int | None = None) -> list[Added]:
+    """Keep ``runs`` (already read), in the order given."""
     out = [Added(run, store.add_run(run)) for run in runs]
     if samples_kept is not None and any(a.added for a in out):
         store.prune_samples(samples_kept)
     return out
+
+
+def read_any(path: str | os.PathLike[str], *, branch: str | None = None) -> Run:
+    """The run of a results file or of an A/B samples file (RecordError when neither)."""
+    try:
+        data = json.loads(Path(path).read_bytes())
+    except (OSError, ValueError):
+        data = None  # read_run names the problem
+    if is_ab_samples(data):
+        return read_ab_run(path, branch=branch)
+    return read_run(path, branch=branch)

@@ -21,19 +21,14 @@ from typing import Any
 
 from perfgate.gate import baseline as bl
 
-# The fingerprint fields whose change starts a new segment: the GPU, its clock settings, the
-# driver, the CUDA/ROCm runtime, torch and triton. git_commit is the code (what history
-# follows), git_dirty is refused.
-SEGMENT_FIELDS = (
-    "gpu_name",
-    "arch",
-    "compute_units",
-    "driver",
-    "runtime",
-    "torch",
-    "triton",
-    "clocks",
-)
+# The fingerprint fields whose change starts a new segment: the baseline files' environment keys
+# (the GPU, its clock settings, the driver, the CUDA/ROCm runtime, torch and triton), defined
+# once in perfgate.gate.baseline. git_commit is the code (what history follows); git_dirty is
+# refused.
+SEGMENT_FIELDS = bl.ENVIRONMENT_KEYS
+# The mode of an A/B run's head side (perfgate.history.ab_records): device-mode times, measured
+# interleaved with another revision, kept as a series of their own.
+AB_MODE = "ab"
 CI_LEVEL = 0.95  # the level of each median's confidence interval
 
 
@@ -128,7 +123,7 @@ def read_run(path: str | os.PathLike[str], *, branch: str | None = None) -> Run:
         run_time=_utc(path, "datetime", data.get("datetime")),
         fingerprint=dict(fp),
         results=tuple(
-            _result(b["fullname"], b.get("group"), [float(x) for x in b["stats"]["data"]])
+            result_of(b["fullname"], b.get("group"), [float(x) for x in b["stats"]["data"]])
             for b in data["benchmarks"]
         ),
     )
@@ -158,7 +153,7 @@ def _utc(path: Path, what: str, value: Any) -> str | None:
     return when.astimezone(timezone.utc).isoformat()
 
 
-def _result(name: str, group: Any, samples: list[float]) -> Result:
+def result_of(name: str, group: Any, samples: list[float]) -> Result:
     low, high = median_ci(samples)
     return Result(
         benchmark=name,

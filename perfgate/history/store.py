@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import abc
 import json
+import os
 import sqlite3
 import struct
 from collections.abc import Iterator
@@ -70,6 +71,10 @@ _NEWEST_FIRST = (
 
 class StoreError(Exception):
     """A store that cannot be opened or used; the message is one line naming it."""
+
+
+class OlderSchemaError(StoreError):
+    """A store of an older schema opened read-only (opening it for writing migrates it)."""
 
 
 @dataclass(frozen=True)
@@ -141,16 +146,47 @@ class Store(abc.ABC):
 def open_store(location: str | Path, *, write: bool) -> Store:
     """The store at ``location``: a path or ``sqlite:///PATH`` (SQLite). ``write=False`` opens
     read-only and refuses a missing file; ``write=True`` creates or migrates it."""
+    return SQLiteStore(sqlite_path(location), write=write)
+
+
+def sqlite_path(location: str | Path) -> Path:
+    """The file of a SQLite store location (a path or ``sqlite:///PATH``); StoreError for a
+    location of another kind."""
     text = str(location)
     scheme = text.split("://", 1)[0].lower() if "://" in text else ""
     if scheme == "sqlite":
-        return SQLiteStore(Path(text.split("://", 1)[1]), write=write)
+        return Path(text.split("://", 1)[1])
     if scheme:
         raise StoreError(
             f"--db {text}: {scheme}:// stores are not available; give a SQLite path "
             "(or sqlite:///PATH)"
         )
-    return SQLiteStore(Path(text), write=write)
+    return Path(text)
+
+
+def exists(location: str | Path) -> bool:
+    """Whether a store (or anything else) is at ``location``."""
+    return sqlite_path(location).exists()
+
+
+def check_usable(location: str | Path, *, write: bool) -> None:
+    """Refuse (StoreError) a store that :func:`open_store` would refuse, changing nothing: a
+    missing store is fine for writing when it can be created there, and for reading (the caller
+    decides what no history means); an older schema is fine for writing (it will be migrated)."""
+    path = sqlite_path(location)
+    if path.is_dir():
+        raise StoreError(f"{path}: is a directory, expected a history database file")
+    if path.exists():
+        try:
+            SQLiteStore(path, write=False).close()
+        except OlderSchemaError:
+            if not write:
+                raise
+        return
+    if write:
+        parent = next(p for p in path.absolute().parents if p.exists())
+        if not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+            raise StoreError(f"{path}: cannot create a history there ({parent} is not writable)")
 
 
 class SQLiteStore(Store):
@@ -205,7 +241,7 @@ class SQLiteStore(Store):
         if version == SCHEMA_VERSION:
             return
         if not write:
-            raise StoreError(
+            raise OlderSchemaError(
                 f"{self.location}: schema version {version} is older than this perfgate's "
                 f"{SCHEMA_VERSION}; `python -m perfgate history add` migrates it"
             )
