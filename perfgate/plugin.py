@@ -300,9 +300,10 @@ class Harness:
         self.settings.mode.time(self, benchmark, work)
 
     # -- how the modes time a prepared case (perfgate.measure.modes) ----------------------------
-    def batched(self, benchmark: Any, work: Work) -> None:
-        """Device mode: all copies in one graph replay; a sample is per-call device time."""
-        graph = self.settings.use_graph
+    def batched(self, benchmark: Any, work: Work, *, graph: bool | None = None) -> None:
+        """Device mode: all copies in one graph replay (``graph=False``: direct launches); a
+        sample is per-call device time."""
+        graph = self.settings.use_graph if graph is None else graph
         launch = batched_launch(work, graph=graph)
         calls = len(work.calls)
         if self.inject:
@@ -311,7 +312,10 @@ class Harness:
             launch = batched_launch(work, graph=graph, extra=extra, what=", injected")
             self.record_injection(benchmark, extra, plain, calls=calls)
         benchmark.extra_info.update(
-            mode="device", launch=launch.kind, launch_note=launch.note, calls_per_sample=calls
+            mode=self.settings.mode.name,
+            launch=launch.kind,
+            launch_note=launch.note,
+            calls_per_sample=calls,
         )
         self.finish(benchmark, Timed(launch.run, calls=calls), self.flush)
 
