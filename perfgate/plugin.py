@@ -177,7 +177,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def submission_of(config: pytest.Config) -> Any:
     """The loaded submission (:class:`perfgate.submission.load.Submission`) whose
     ``custom_kernel`` the benchmarks time, or None for the package's."""
-    return config.stash.get(_SUBMISSION, None)
+    stash = getattr(config, "stash", None)  # a stand-in config without one times the package
+    return None if stash is None else stash.get(_SUBMISSION, None)
 
 
 # -- collection ---------------------------------------------------------------------------------

@@ -120,7 +120,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--base", metavar="REV", help="the revision to compare with (required)")
+    parser.add_argument(
+        "--base",
+        metavar="REV",
+        help="the revision to compare with (required, unless two files are compared)",
+    )
     parser.add_argument(
         "--head",
         metavar="REV",
