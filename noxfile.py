@@ -308,8 +308,8 @@ GPU_JOB_ENV = {"PERFGATE_REQUIRE_GPU": "1", "MXFP4_REQUIRE_NATIVE_REDUCER": "1"}
 
 @nox.session(venv_params=EMPTY_VENV)
 def gpu(session: nox.Session) -> None:
-    """The GPU job: reducer build, every test, the exported submission tested, host count gate, then
-    ``ab --base REV`` or ``bench``.
+    """The GPU job: reducer build, every test, the exported submission tested and timed, host
+    count gate, then ``ab --base REV`` or ``bench``.
 
     ``nox -s gpu -- [--base REV] [pytest args]``: with ``--base`` the benchmark gate is the
     same-job A/B against REV (pull requests), without it the stored baselines (pushes). No GPU:
@@ -329,6 +329,11 @@ def gpu(session: nox.Session) -> None:
     submission = ["python", "-m", "perfgate", "submission"]
     env.run(session, *submission, "export", "--out", exported, "--target", target)
     env.run(session, *submission, "test", exported, **required)
+    # ... and timed: leaderboard mode on the ranked shapes (the reducer group has no meaning for
+    # a file), gated against perf_baselines/<device>/leaderboard-submission.json once one is
+    # recorded (update-baselines --submission FILE --mode leaderboard); until then a warning.
+    timed = ["bench", "--submission", exported, "--mode", "leaderboard", "--allow-missing-baseline"]
+    env.run(session, "python", "-m", "perfgate", *timed, **required)
     env.run(session, "python", "-m", "perfgate", "host", "--gate", **required)
     gate = ["ab", "--base", base] if base is not None else ["bench"]
     env.run(session, "python", "-m", "perfgate", *gate, **required)

@@ -18,6 +18,13 @@ Every benchmark it runs is a pytest-benchmark benchmark timed with
 Before any timing every output is checked against the reference, so a wrong kernel cannot make a
 baseline. See docs/perfgate-bench.md.
 
+``--perfgate-submission FILE`` times FILE's ``custom_kernel`` instead of the package's
+(``python -m perfgate bench --submission FILE`` passes it; docs/submission.md): the file is
+loaded once at session start (one line and a usage error when it cannot be), device mode captures
+one ``custom_kernel(data)`` per input copy, the ``reducer`` group is deselected with a message (a
+submission has no reducer entry point), and the results' ``machine_info["perfgate"]`` records
+``submission`` (path, sha256, POPCORN directives) so that they are never taken for the package's.
+
 How it is loaded (decided here, once): ``python -m perfgate bench`` passes ``-p perfgate.plugin``,
 and every pytest run of the suite gets it from ``pytest_plugins`` in the root ``tests/conftest.py``
 (pytest reads that before parsing options; the same name is registered once). There is
@@ -51,6 +58,9 @@ DEFAULT_WARMUP = 5
 MAX_WARMUP = 1000  # untimed rounds: JIT, autotune and clocks settle in far fewer
 # Fixtures that make a test a perfgate benchmark: it must then be timed with the device clock.
 BENCHMARK_FIXTURES = ("benchmark", "harness")
+SUBMISSION_OPTION = "--perfgate-submission"
+_SUBMISSION = pytest.StashKey[Any]()
+_DESELECTED_REDUCER = pytest.StashKey[int]()
 
 
 # -- options ------------------------------------------------------------------------------------
@@ -75,6 +85,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type=int,
         default=DEFAULT_WARMUP,
         help=f"untimed warm-up rounds before measuring, in [0, {MAX_WARMUP}]",
+    )
+    group.addoption(
+        SUBMISSION_OPTION,
+        metavar="FILE",
+        default=None,
+        help="time FILE's custom_kernel (a one-file submission) instead of the package's; the "
+        "reducer group is deselected (a submission has no reducer entry point)",
     )
     group.addoption(
         "--perfgate-no-graph",
@@ -146,6 +163,25 @@ def pytest_configure(config: pytest.Config) -> None:
     Settings.from_config(config)  # bad options stop the run before anything is collected
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    from perfgate.submission.load import SubmissionError, load
+
+    path = session.config.getoption(SUBMISSION_OPTION)
+    if path is None:
+        return
+    try:
+        session.config.stash[_SUBMISSION] = load(path)
+    except SubmissionError as exc:
+        raise pytest.UsageError(f"{SUBMISSION_OPTION}: {exc}") from None
+
+
+def submission_of(config: pytest.Config) -> Any:
+    """The loaded submission (:class:`perfgate.submission.load.Submission`) whose
+    ``custom_kernel`` the benchmarks time, or None for the package's."""
+    stash = getattr(config, "stash", None)  # a stand-in config without one times the package
+    return None if stash is None else stash.get(_SUBMISSION, None)
+
+
 # -- collection ---------------------------------------------------------------------------------
 def is_benchmark(item: pytest.Item) -> bool:
     return any(name in BENCHMARK_FIXTURES for name in getattr(item, "fixturenames", ()))
@@ -170,9 +206,37 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             + (f" ({len(bad) - 1} more)" if len(bad) > 1 else "")
         )
     other = other_modes_benchmarks(items, config.getoption("--perfgate-mode"))
+    if config.getoption(SUBMISSION_OPTION) is not None:
+        reducer = package_only_benchmarks(items)
+        config.stash[_DESELECTED_REDUCER] = len(reducer)
+        other += [item for item in reducer if item not in other]
     if other:
         config.hook.pytest_deselected(items=other)
         items[:] = [item for item in items if item not in other]
+
+
+def package_only_benchmarks(items: Iterable[pytest.Item]) -> list[pytest.Item]:
+    """Benchmarks of a group that times something other than ``custom_kernel`` (the reducer
+    group, :data:`perfgate.catalog.GROUPS` kind ``reducer``): a submission has no such entry."""
+    from perfgate.catalog import GROUPS
+
+    out = []
+    for item in items:
+        marker = item.get_closest_marker("benchmark")
+        group = GROUPS.get(marker.kwargs.get("group")) if marker is not None else None
+        if is_benchmark(item) and group is not None and group.kind != "gemm":
+            out.append(item)
+    return out
+
+
+def pytest_report_collectionfinish(config: pytest.Config) -> list[str]:
+    count = config.stash.get(_DESELECTED_REDUCER, 0)
+    if not count:
+        return []
+    return [
+        f"perfgate: {count} reducer benchmark(s) deselected: a submission file has no reducer "
+        f"entry point ({SUBMISSION_OPTION} times custom_kernel only)"
+    ]
 
 
 def other_modes_benchmarks(items: Iterable[pytest.Item], mode: str) -> list[pytest.Item]:
@@ -188,22 +252,30 @@ def other_modes_benchmarks(items: Iterable[pytest.Item], mode: str) -> list[pyte
 
 
 # -- machine_info -------------------------------------------------------------------------------
-def machine_info_block(mode: str, fingerprint: dict) -> dict:
-    """``machine_info["perfgate"]`` of a result file (docs/CONTRACTS.md)."""
-    return {
+def machine_info_block(mode: str, fingerprint: dict, submission: dict | None = None) -> dict:
+    """``machine_info["perfgate"]`` of a result file (docs/CONTRACTS.md); ``submission``, what
+    :meth:`perfgate.submission.load.Submission.describe` says of a timed submission file, is
+    recorded under that key (a package run has none)."""
+    block = {
         "schema": SCHEMA,
         "device_key": fingerprint["device_key"],
         "mode": modes.get(mode).name,
         "fingerprint": fingerprint,
     }
+    if submission is not None:
+        block["submission"] = submission
+    return block
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     from perfgate.measure import fingerprint
 
+    submission = submission_of(config)
     machine_info["perfgate"] = machine_info_block(
-        config.getoption("--perfgate-mode"), fingerprint.collect()
+        config.getoption("--perfgate-mode"),
+        fingerprint.collect(),
+        None if submission is None else submission.describe(),
     )
 
 
@@ -255,14 +327,16 @@ def with_extra(fn: Callable, extra: Callable[[], None]) -> Callable:
 
 # -- the harness --------------------------------------------------------------------------------
 class Harness:
-    """Prepares a case (perfgate.measure.harness) and has the selected mode time it (needs a GPU)."""
+    """Prepares a case (perfgate.measure.harness) and has the selected mode time it (needs a GPU).
+    ``submission``: a loaded submission file whose ``custom_kernel`` the GEMM cases time."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, submission: Any = None) -> None:
         import torch
 
         from kernels.device import device_info
 
         self.settings = settings
+        self.submission = submission
         self.inject = inject.slowdown_fraction()
         self.device = torch.device("cuda")
         self.info = device_info()
@@ -273,7 +347,7 @@ class Harness:
 
     def gemm(self, benchmark: Any, shape: GemmShape) -> None:
         copies = self.copies(gemm_set_bytes(shape))
-        work = prepare(shape, copies, self.device)
+        work = prepare(shape, copies, self.device, self.submission)
         benchmark.extra_info.update(m=shape.m, n=shape.n, k=shape.k, copies_rotated=copies)
         self.settings.mode.time(self, benchmark, work)
 
@@ -281,7 +355,7 @@ class Harness:
         """Host mode: host seconds per ``custom_kernel`` call, back to back on an idle GPU.
         Distinct input sets per batch, as the task's harness regenerates inputs: a cache keyed
         on pointers would miss there, so it must miss here too."""
-        work = prepare(shape, 4, self.device)
+        work = prepare(shape, 4, self.device, self.submission)
         benchmark.extra_info.update(m=shape.m, n=shape.n, k=shape.k)
         self.settings.mode.time(self, benchmark, work)
 
@@ -289,7 +363,7 @@ class Harness:
         from kernels.splitk import reducer_backend
 
         copies = self.copies(reducer_set_bytes(case))
-        work = prepare(case, copies, self.device)
+        work = prepare(case, copies, self.device, self.submission)
         benchmark.extra_info.update(
             splits=case.splits,
             m=case.m,
@@ -403,4 +477,4 @@ class Harness:
 
 @pytest.fixture(scope="session")
 def harness(request: pytest.FixtureRequest) -> Harness:
-    return Harness(Settings.from_config(request.config))
+    return Harness(Settings.from_config(request.config), submission_of(request.config))

@@ -22,6 +22,7 @@ def add_revision_options(
     old: tuple[str, str],
     new: tuple[str, str],
     *,
+    old_required: bool = True,
     new_required: bool = True,
 ) -> None:
     """The options of a command that measures one revision against another (``ab``, ``bisect``):
@@ -29,7 +30,7 @@ def add_revision_options(
     from perfgate import catalog
 
     timed = [name for name in catalog.GROUPS if name != "host"]  # what device mode times
-    parser.add_argument(old[0], required=True, metavar="REV", help=old[1])
+    parser.add_argument(old[0], required=old_required, metavar="REV", help=old[1])
     parser.add_argument(new[0], required=new_required, metavar="REV", help=new[1])
     parser.add_argument(
         "--groups",

@@ -225,11 +225,22 @@ def test_gpu_is_the_whole_job_in_order(noxfile, tmp_path, monkeypatch, posargs, 
             "sm90",
         ),
         ("python", "-m", "perfgate", "submission", "test", ".perfgate/results/submission-sm90.py"),
+        (
+            "python",
+            "-m",
+            "perfgate",
+            "bench",
+            "--submission",
+            ".perfgate/results/submission-sm90.py",
+            "--mode",
+            "leaderboard",
+            "--allow-missing-baseline",
+        ),
         ("python", "-m", "perfgate", "host", "--gate"),
         ("python", "-m", *gate),
     ]
     required = {"PERFGATE_REQUIRE_GPU": "1", "MXFP4_REQUIRE_NATIVE_REDUCER": "1"}
-    assert [envs[i] for i in (-7, -6, -3, -2, -1)] == [required] * 5
+    assert [envs[i] for i in (-8, -7, -4, -3, -2, -1)] == [required] * 6
 
 
 def test_isa_with_a_target_checks_that_target_alone(noxfile, tmp_path):

@@ -1,7 +1,7 @@
 """GPU MODE's harness loop beside perfgate's leaderboard mode, on one submission (a GPU tool).
 
 ``python -m tools.harness_loop [--submission FILE] [--shapes ranked|test] [--rounds 100]
-[--flush-gib 62.5] [--json OUT]`` times each shape twice in one process, one after the other:
+[--flush-gib 62.5] [--json OUT] [--markdown OUT]`` times each shape twice in one process, one after the other:
 
 1. **the harness's loop**, with the semantics of GPU MODE's ``problems/amd_202602/eval.py``
    (reference-kernels; its facts, reimplemented here):
@@ -42,6 +42,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 # eval.py's constants (problems/amd_202602/eval.py)
@@ -240,16 +241,16 @@ def _leaderboard_mode(kernel, shape, rounds: int) -> list[float]:
     import itertools
 
     from kernels.device import device_info
-    from perfgate import plugin
     from perfgate.catalog import gemm_set_bytes
     from perfgate.measure.clock import DeviceClock, Timed
     from perfgate.measure.flush import leaderboard_flush, rotation_count
+    from perfgate.measure.harness import check_gemm, gemm_inputs
 
     info = device_info()
     copies = rotation_count(gemm_set_bytes(shape), info.last_level_cache_bytes)
-    sets, refs = plugin.gemm_inputs(shape, copies, "cuda")
+    sets, refs = gemm_inputs(shape, copies, "cuda")
     for i, (data, ref) in enumerate(zip(sets, refs, strict=True)):
-        plugin.check_gemm(kernel(data), ref, f"{shape.id} input set {i}")
+        check_gemm(kernel(data), ref, f"{shape.id} input set {i}")
     flush = leaderboard_flush(info.last_level_cache_bytes, "cuda")
     order = itertools.cycle(sets)
     clock = DeviceClock()
@@ -277,9 +278,17 @@ def main(argv: list[str] | None = None) -> int:
         "--flush-gib", type=float, default=HARNESS_FLUSH_GIB, help="the harness's fill, GiB"
     )
     parser.add_argument("--json", dest="json_out", metavar="OUT", help="write the rows as JSON")
+    parser.add_argument(
+        "--markdown", dest="markdown_out", metavar="OUT", help="write the table as markdown"
+    )
     args = parser.parse_args(argv)
     if args.rounds < 2 or args.flush_gib <= 0:
         parser.error("--rounds must be >= 2 and --flush-gib > 0")
+    outputs = {f"--{k}": v for k, v in (("json", args.json_out), ("markdown", args.markdown_out))}
+    if args.submission and Path(args.submission).resolve() in {
+        Path(v).resolve() for v in outputs.values() if v
+    }:
+        parser.error("--json/--markdown must not name the --submission file")
     import torch
 
     if not torch.cuda.is_available():
@@ -318,13 +327,32 @@ def main(argv: list[str] | None = None) -> int:
     except (WrongOutput, AssertionError) as exc:
         print(f"tools.harness_loop: wrong output: {' '.join(str(exc).split())}", file=sys.stderr)
         return 1
+    table = format_table(rows, torch.cuda.get_device_name())
     print(f"custom_kernel: {what}")
-    print(format_table(rows, torch.cuda.get_device_name()))
-    if args.json_out:
-        from perfgate import atomic
+    print(table)
+    from perfgate import atomic
 
+    if args.json_out:
         atomic.write_json(args.json_out, {"submission": what, "rows": rows, **summary(rows)})
+    if args.markdown_out:
+        atomic.write_text(args.markdown_out, markdown(table, what, args))
     return 0
+
+
+def markdown(table: str, what: dict[str, Any], args: argparse.Namespace) -> str:
+    """The table as a markdown document: what was timed and how, then the table."""
+    title, _, body = table.partition("\n")
+    timed = (
+        f"`{what.get('path')}` (sha256 `{str(what.get('sha256'))[:16]}`)"
+        if what.get("source") == "submission"
+        else "the package `kernels`"
+    )
+    return (
+        f"### {title}\n\n"
+        f"custom_kernel of {timed}; harness flush {args.flush_gib:g} GiB, leaderboard mode "
+        f"{args.rounds} rounds after {LEADERBOARD_WARMUP_ROUNDS} untimed, shapes {args.shapes}.\n\n"
+        f"{body}\n"
+    )
 
 
 if __name__ == "__main__":

@@ -18,6 +18,11 @@ Verdicts, reports (terminal table, ``--json``, ``--markdown``) and exit codes ar
 revision, a base that does not build or whose outputs are wrong, no GPU with
 ``PERFGATE_REQUIRE_GPU=1``). Only the ``device`` timing mode: leaderboard-mode medians shift by
 up to 3% from one process to the next (README), more than an A/B threshold of 1.5% allows.
+
+``--base-submission A.py --head-submission B.py`` (instead of ``--base``/``--head``) compares two
+submission files: each worker times its file's ``custom_kernel`` (one call per input copy in the
+graph) with this checkout's timer, inputs and checks; the same gate, reports and exit codes, the
+reducer group left out (docs/submission.md).
 """
 
 from __future__ import annotations
@@ -33,9 +38,12 @@ from perfgate.gate import paths
 from perfgate.history import wiring as history
 from perfgate.revisions import DEFAULT_GROUPS as DEFAULT_GROUPS  # ab's default, for callers
 from perfgate.revisions import AbError, add_revision_options, resolve
+from perfgate.submission import sides as submission_sides
 
 
-def report(args, gate, decisions, samples, infos, base_sha: str, head_sha: str | None) -> int:
+def report(
+    args, gate, decisions, samples, infos, base_sha: str, head_sha: str | None, labels=None
+) -> int:
     from perfgate import atomic
     from perfgate.gate import compare
     from perfgate.measure import fingerprint
@@ -53,11 +61,12 @@ def report(args, gate, decisions, samples, infos, base_sha: str, head_sha: str |
         looks_taken={n: d.look for n, d in decisions.items()},
     )
     head_label = f"head {args.head} ({head_sha[:12]})" if head_sha else _working_tree(fp)
+    base_label = f"base {args.base} ({base_sha[:12]})" if labels is None else labels["base"]
     rep = compare.make_report(
         rows,
         gate.stats,
-        baseline_path=f"base {args.base} ({base_sha[:12]})",
-        current_path=head_label,
+        baseline_path=base_label,
+        current_path=head_label if labels is None else labels["head"],
         device_key=fp["device_key"],
         mode="device",
         allow_missing=False,
@@ -112,10 +121,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_revision_options(
         parser,
-        ("--base", "the revision to compare with"),
+        ("--base", "the revision to compare with (required, unless two files are compared)"),
         ("--head", "the revision to gate (default: this working tree, uncommitted edits included)"),
+        old_required=False,
         new_required=False,
     )
+    submission_sides.add_options(parser)
     parser.add_argument(
         "--results-dir",
         type=Path,
@@ -152,10 +163,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from perfgate.gate import settings
 
+    problem = submission_sides.option_problem(args)
+    if problem:
+        return base.error("ab", problem)
     try:
         gate = settings.from_args(args)
     except settings.SettingsError as exc:
         return base.error("ab", exc)
+    if submission_sides.given(args):
+        return _submissions(args, gate)
     if shutil.which("git") is None:
         return base.error("ab", "git is not on PATH (the base is a git worktree)")
     try:
@@ -188,3 +204,29 @@ def _measure(args: argparse.Namespace, gate) -> int:
         raise AbError(f"-k {args.keyword!r} matches no benchmark of {args.groups}")
     decisions, samples, infos = ab.run(base_sha, head_sha, selected, gate)
     return report(args, gate, decisions, samples, infos, base_sha, head_sha)
+
+
+def _submissions(args: argparse.Namespace, gate) -> int:
+    from perfgate.gate.compare import check_outputs
+    from perfgate.measure import ab
+
+    try:
+        files = submission_sides.check_files(args)
+        check_outputs(outputs(args), {"--base-submission": files["base"],
+                                      "--head-submission": files["head"]})  # fmt: skip
+        found = catalog.cases(tuple(args.groups.split(",")), args.keyword)
+        if not found:
+            raise ValueError(f"-k {args.keyword!r} matches no benchmark of {args.groups}")
+        selected = submission_sides.gemm_cases(found)
+    except (AbError, ValueError) as exc:
+        return base.error("ab", exc)
+    if not base.gpu_available():
+        return base.no_gpu("ab")
+    try:
+        decisions, samples, infos = ab.run_submissions(files["base"], files["head"], selected, gate)
+    except AbError as exc:
+        print(f"perfgate ab: error: {exc}", file=sys.stderr)
+        return exc.code
+    shas = {label: f"sha256:{info['timed']['sha256']}" for label, info in infos.items()}
+    labels = submission_sides.labels(infos)
+    return report(args, gate, decisions, samples, infos, shas["base"], shas["head"], labels)

@@ -30,6 +30,7 @@ from perfgate.gate import device, paths
 from perfgate.history import wiring as history
 from perfgate.measure import session
 from perfgate.measure.modes import MODE_NAMES, MODES
+from perfgate.submission import bench as submission
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -127,6 +128,7 @@ def _common_options(parser: argparse.ArgumentParser, skip: tuple[str, ...]) -> N
     from perfgate.gate import settings
 
     settings.add_options(parser, settings.STATS, settings.ROUNDS, settings.PROCESSES, skip=skip)
+    submission.add_option(parser)
     parser.add_argument(
         "pytest_args",
         nargs=argparse.REMAINDER,
@@ -166,12 +168,17 @@ def check_dirs(args: argparse.Namespace) -> None:
 
 
 def bench_command(args: argparse.Namespace) -> int:
+    try:
+        timing = submission.configure(args)
+    except ValueError as exc:
+        return base.error("bench", exc)
     gate = _gate_settings("bench", args)
     if gate is None:
         return 2
     if not base.gpu_available():
         return base.no_gpu("bench")
-    return max(_bench_mode(mode, args, gate) for mode in session.modes(args.mode))
+    with timing:
+        return max(_bench_mode(mode, args, gate) for mode in session.modes(args.mode))
 
 
 def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
@@ -205,6 +212,7 @@ def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path) -> 
         return _missing_baseline(mode, base, bl.device_key(data), out, args)
     try:
         base_data = bl.load(base)
+        submission.check_source(base, base_data, data)
         compare.check_enough_rounds({json_path: bl.samples(data)}, gate.stats)
         looks = session.adaptive_rounds(mode, args, gate, base_data, data, json_path)
     except (bl.BaselineError, compare.InputError) as exc:
@@ -234,7 +242,7 @@ def _missing_baseline(mode: str, base: Path, key: str, out, args) -> int:
 
     message = (
         f"no {mode} baseline for device {key!r} ({base}); record one on this device with "
-        f"`python -m perfgate update-baselines --mode {mode}` and commit it"
+        f"`python -m perfgate update-baselines --mode {mode}{submission.hint(args)}` and commit it"
     )
     atomic.write_text(out["markdown"], f"### perfgate {mode}\n\n**{message}**\n")
     if args.allow_missing_baseline:
@@ -249,6 +257,10 @@ def update_command(args: argparse.Namespace) -> int:
 
     if args.isa:
         return _update_isa(args)
+    try:
+        timing = submission.configure(args)
+    except ValueError as exc:
+        return base.error("update-baselines", exc)
     gate = _gate_settings("update-baselines", args)
     if gate is None:
         return 2
@@ -266,7 +278,8 @@ def update_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    return max(_update_mode(mode, args, gate) for mode in session.modes(args.mode))
+    with timing:
+        return max(_update_mode(mode, args, gate) for mode in session.modes(args.mode))
 
 
 def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:

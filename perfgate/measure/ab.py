@@ -79,3 +79,28 @@ def run(base_sha: str, head_sha: str | None, selected: list[dict], gate):
             raise AbError(str(exc), 2) from None
         infos = {label: {"reducer_backend": side.reducer_backend} for label, side in sides.items()}
     return decisions, samples, infos
+
+
+# -- submission files as the sides (ab --base-submission A.py --head-submission B.py) ----------
+def run_submissions(base_file: Path, head_file: Path, selected: list[dict], gate):
+    """:func:`run` for two submission files: one worker each (``--submission FILE``), both in
+    this checkout; (decisions, samples, each side's prepare info and what its worker timed)."""
+    from perfgate.measure import interleave
+    from perfgate.submission.sides import SubmissionSide
+
+    with contextlib.ExitStack() as stack:
+        sides = {}
+        for label, path in (("base", base_file), ("head", head_file)):
+            side = SubmissionSide(label, path)
+            stack.callback(side.close)
+            sides[label] = side
+        try:
+            described = {label: side.describe() for label, side in sides.items()}
+            decisions, samples = measure_ab(sides, selected, gate.stats, gate.rounds["device"])
+        except interleave.WorkerError as exc:
+            raise AbError(str(exc), 2) from None
+        infos = {
+            label: {"reducer_backend": side.reducer_backend, "timed": described[label]}
+            for label, side in sides.items()
+        }
+    return decisions, samples, infos

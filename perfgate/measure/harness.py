@@ -4,6 +4,13 @@ The pytest plugin (every stored-baseline benchmark) and the A/B worker (``perfga
 experiment) prepare a case through :func:`prepare` and :func:`batched_launch`, so both gates time
 the same calls on the same inputs (seeds ``SEED_BASE``..), checked the same way, before any timing:
 a wrong kernel can never make a sample.
+
+The GEMM under test is the package's by default; given a loaded submission file
+(:class:`perfgate.submission.load.Submission`), it is that file's ``custom_kernel``: leaderboard
+and host mode call it as for the package, and device mode captures one ``custom_kernel(data)``
+per input copy (a submission has no ``gemm_a16wfp4`` entry), each allocating its own output. The
+inputs, references and checks stay this checkout's (``kernels.reference``), whatever is timed.
+A submission has no reducer entry point: a reducer case with a submission is a ValueError.
 """
 
 from __future__ import annotations
@@ -110,18 +117,29 @@ class Work:
     check: Callable[[Any, Any, str], None]
 
 
-def prepare(case: GemmShape | ReducerCase, copies: int, device: Any) -> Work:
-    """``copies`` seeded input sets of ``case`` with their references and calls."""
+def prepare(
+    case: GemmShape | ReducerCase, copies: int, device: Any, submission: Any = None
+) -> Work:
+    """``copies`` seeded input sets of ``case`` with their references and calls; the GEMM is
+    ``submission``'s ``custom_kernel`` when one is given (a loaded submission file)."""
     if isinstance(case, ReducerCase):
+        if submission is not None:
+            raise ValueError(
+                f"reducer case {case.id}: a submission file has no reducer entry point "
+                "(only custom_kernel); the reducer group times the package"
+            )
         from kernels.splitk import reduce_partials
 
         partials, refs = reducer_inputs(case, copies, device)
         arg_sets = reducer_arg_sets(partials, refs)
         calls = [bind(reduce_partials, args, {}) for args in arg_sets]
         return Work(reduce_partials, arg_sets, calls, refs, check_exact)
+    sets, refs = gemm_inputs(case, copies, device)
+    if submission is not None:
+        calls = submission.device_calls(sets)
+        return Work(submission.custom_kernel, [(d,) for d in sets], calls, refs, check_gemm)
     from kernels.gemm import custom_kernel
 
-    sets, refs = gemm_inputs(case, copies, device)
     calls = gemm_device_calls(sets, refs)
     return Work(custom_kernel, [(d,) for d in sets], calls, refs, check_gemm)
 

@@ -20,7 +20,17 @@ Protocol: one JSON object per line. Requests on stdin, answers on the process's 
   harness does.
 - ``{"op": "run", "case": ID, "variant": "plain" | "0.05", "rounds": N}``: N rounds, each after
   the cache flush; answer ``{"ok": true, "samples": [seconds per call, ...]}``.
+- ``{"op": "describe"}``: what this worker times, without touching the GPU: ``{"ok": true,
+  "source": {"source": "kernels", "kernels_root": ROOT}}`` or the submission's record
+  (``{"source": "submission", "path", "sha256", "leaderboard", "gpu"}``).
 - ``{"op": "quit"}``. Any failure answers ``{"ok": false, "error": "one line"}``.
+
+``--submission FILE`` instead of ``--kernels-root ROOT`` (``perfgate ab --base-submission A.py
+--head-submission B.py``): the worker loads FILE (:func:`perfgate.submission.load.load`) and times
+its ``custom_kernel``, one call per input copy captured in the graph (a submission has no
+``gemm_a16wfp4`` entry), while ``kernels`` (the inputs, the reference, the checks) is this
+checkout's. A reducer case is refused: a submission has no reducer entry point. A FILE that does
+not load ends the worker at start, exit 2 and one line on stderr.
 
 CASE: ``{"name": fullname, "kind": "gemm", "m", "n", "k", "set_bytes"}`` or
 ``{"name", "kind": "reducer", "splits", "m", "n", "set_bytes"}``.
@@ -82,11 +92,12 @@ class Bench:
 class Worker:
     """The GPU side of the protocol (imports torch and the revision's kernels)."""
 
-    def __init__(self) -> None:
+    def __init__(self, submission: Any = None) -> None:
         import torch
 
         from kernels.device import device_info
 
+        self.submission = submission
         self.device = torch.device("cuda")
         self.info = device_info()
         self.flush = gate_flush(self.info.last_level_cache_bytes, self.device)
@@ -103,9 +114,9 @@ class Worker:
         out = {}
         for case in cases:
             copies = rotation_count(case["set_bytes"], self.info.last_level_cache_bytes)
-            work = prepare(case_of(case), copies, self.device)
+            work = prepare(case_of(case), copies, self.device, self.submission)
             out[case["name"]] = self._prepare_one(case["name"], work, levels)
-        return {"cases": out, "reducer_backend": _reducer_backend()}
+        return {"cases": out, "reducer_backend": _reducer_backend(self.submission)}
 
     def _prepare_one(self, name: str, work: Any, levels: list[float]) -> dict[str, Any]:
         import torch
@@ -165,17 +176,29 @@ class Worker:
         return flushed_rounds(bench.work(variant), self.flush, rounds, calls=bench.calls)
 
 
-def _reducer_backend() -> str | None:
-    try:
-        from kernels.splitk import reducer_backend
+def _reducer_backend(submission: Any = None) -> str | None:
+    """The split-K reducer the timed code uses: the revision's, or an exported submission's
+    (its embedded package's); None for an older revision without it or any other file."""
+    import importlib
 
+    try:
+        if submission is None:
+            from kernels.splitk import reducer_backend
+        else:
+            from perfgate.submission.export import NAME_PREFIX
+
+            package = submission.custom_kernel.__module__.partition(".")[0]
+            if not package.startswith(NAME_PREFIX):
+                return None
+            reducer_backend = importlib.import_module(f"{package}.splitk").reducer_backend
         return str(reducer_backend())
-    except Exception:  # an older revision without it: the record just lacks the field
+    except Exception:  # the record just lacks the field
         return None
 
 
-def serve(worker_factory, requests, answer) -> None:
-    """Answer each request line until ``quit`` or the end of input (no GPU needed to test)."""
+def serve(worker_factory, requests, answer, source: dict[str, Any] | None = None) -> None:
+    """Answer each request line until ``quit`` or the end of input (no GPU needed to test);
+    ``describe`` answers ``source`` without making the worker."""
     worker = None
     for line in requests:
         if not line.strip():
@@ -186,6 +209,9 @@ def serve(worker_factory, requests, answer) -> None:
             if op == "quit":
                 answer({"ok": True})
                 return
+            if op == "describe":
+                answer({"ok": True, "source": source})
+                continue
             if worker is None:
                 worker = worker_factory()
             if op == "prepare":
@@ -201,19 +227,34 @@ def serve(worker_factory, requests, answer) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m perfgate.measure.worker")
-    parser.add_argument("--kernels-root", type=Path, required=True)
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--kernels-root", type=Path, help="time ROOT/kernels (a revision)")
+    what.add_argument("--submission", type=Path, metavar="FILE", help="time FILE's custom_kernel")
     args = parser.parse_args(argv)
     # Answers go on the original stdout; whatever the code under test prints goes to stderr.
     proto = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    use_kernels_from(args.kernels_root)
+    if args.submission is not None:
+        from perfgate.submission.load import SubmissionError, load
+
+        try:
+            submission = load(args.submission)
+        except SubmissionError as exc:
+            print(f"perfgate worker: error: --submission: {exc}", file=sys.stderr)
+            return 2
+        source = {"source": "submission", **submission.describe()}
+        factory = lambda: Worker(submission)  # noqa: E731
+    else:
+        use_kernels_from(args.kernels_root)
+        source = {"source": "kernels", "kernels_root": str(Path(args.kernels_root).resolve())}
+        factory = Worker
 
     def answer(obj: dict[str, Any]) -> None:
         proto.write(json.dumps(obj) + "\n")
         proto.flush()
 
-    serve(Worker, sys.stdin, answer)
+    serve(factory, sys.stdin, answer, source)
     return 0
 
 

@@ -6,7 +6,13 @@
 - :mod:`perfgate.submission.runtime` - the loader every exported file carries.
 - :mod:`perfgate.submission.load` - import any submission file in isolation, find ``custom_kernel``.
 - :mod:`perfgate.submission.pytest_plugin` - ``--submission FILE`` and the ``custom_kernel`` fixture.
+- :mod:`perfgate.submission.bench` - ``bench``/``update-baselines --submission FILE``: the tag,
+  the file passed to the benchmark processes, the check that a submission never meets a package
+  baseline.
+- :mod:`perfgate.submission.sides` - ``ab --base-submission A.py --head-submission B.py``: the
+  options and the worker processes that time a file.
 
-The command is ``python -m perfgate submission export|test`` (perfgate/commands/submission.py);
-docs/submission.md has the whole story.
+The commands are ``python -m perfgate submission export|test`` (perfgate/commands/submission.py),
+and the ``--submission`` options of ``bench``, ``update-baselines`` and ``ab``; docs/submission.md
+has the whole story.
 """

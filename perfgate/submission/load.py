@@ -6,7 +6,9 @@
   :class:`SubmissionError` with one line.
 - :func:`probe` does the same in a fresh Python process (``python -m perfgate.submission.load
   FILE``), so a command can tell "the file is unusable" (exit 2) from "a test failed" before
-  pytest starts, whatever the file does to the process that imports it.
+  pytest starts, whatever the file does to the process that imports it. The process is started
+  through :mod:`perfgate.spawn`: it dies with the command, and a timeout or an interrupt stops
+  it (SIGTERM, then SIGKILL) before the error is raised.
 
 As in GPU MODE's harness, the file's directory is on ``sys.path`` while it imports (a sibling
 module can be imported) and a ``task`` module is importable: where none exists, a stand-in with
@@ -96,6 +98,11 @@ def _task_stand_in() -> types.ModuleType | None:
     return task
 
 
+def sha256_of(path: str | os.PathLike[str]) -> str:
+    """The hex sha256 of a file's bytes: what a record names a submission by."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
 def check_path(path: str | os.PathLike[str]) -> Path:
     """``path`` resolved; SubmissionError unless it is a readable file."""
     resolved = Path(path).expanduser().resolve()
@@ -150,6 +157,8 @@ def kernel_for(path: str | os.PathLike[str] | None) -> tuple[Callable[[Any], Any
 
 def probe(path: str | os.PathLike[str], *, timeout_s: float = 900.0) -> None:
     """:func:`load` in a fresh Python process; SubmissionError with its one line if it fails."""
+    from perfgate import spawn
+
     resolved = check_path(path)
     cmd = [sys.executable, "-m", "perfgate.submission.load", str(resolved)]
     root = str(Path(__file__).resolve().parents[2])
@@ -157,7 +166,7 @@ def probe(path: str | os.PathLike[str], *, timeout_s: float = 900.0) -> None:
         os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     )
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+        done = spawn.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
         raise SubmissionError(f"{path}: importing it took over {timeout_s:.0f} s") from None
     if done.returncode != 0:

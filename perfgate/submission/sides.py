@@ -1,0 +1,125 @@
+"""A/B sides that are submission files: ``perfgate ab --base-submission A.py --head-submission B.py``.
+
+:class:`SubmissionSide` is :class:`perfgate.measure.interleave.SideProcess` with a worker that
+times a file (``python -m perfgate.measure.worker --submission FILE``) instead of a revision's
+``kernels``: the same protocol, pipes and shutdown, so the A/B loop
+(:func:`perfgate.measure.ab.measure_ab`) cannot tell them apart. Both workers run this checkout's
+perfgate and ``kernels`` (the inputs, the reference, the checks); only ``custom_kernel`` differs.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from perfgate import spawn
+from perfgate.measure import interleave
+
+
+def worker_command(path: Path) -> list[str]:
+    return [sys.executable, "-m", "perfgate.measure.worker", "--submission", str(path)]
+
+
+class SubmissionSide(interleave.SideProcess):
+    """One worker process timing ``path``'s ``custom_kernel``; it dies with this process."""
+
+    def __init__(self, label: str, path: Path, env: dict[str, str] | None = None) -> None:
+        self.label = label
+        self.reducer_backend: str | None = None
+        self.proc = spawn.popen(
+            worker_command(Path(path).resolve()),
+            cwd=interleave.REPO,
+            env=dict(os.environ, **(env or {})),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+
+    def describe(self) -> dict[str, Any]:
+        """What the worker loaded, by its own account (path, sha256, POPCORN directives)."""
+        return self.ask({"op": "describe"})["source"]
+
+
+# -- the command's options (perfgate/commands/ab.py) -----------------------------------------
+BASE, HEAD = "--base-submission", "--head-submission"
+REQUIRED_BASE = "the following arguments are required: --base (see perfgate ab --help)"
+
+
+def add_options(parser: Any) -> None:
+    parser.add_argument(
+        BASE,
+        metavar="A.py",
+        help="compare two submission files instead of two revisions: A.py's custom_kernel is "
+        f"the base (with {HEAD}; not with --base/--head)",
+    )
+    parser.add_argument(HEAD, metavar="B.py", help=f"the submission file to gate against {BASE}'s")
+
+
+def given(args: Any) -> bool:
+    return args.base_submission is not None or args.head_submission is not None
+
+
+def option_problem(args: Any) -> str | None:
+    """Why these options cannot run (one line), or None: revisions and files are exclusive, the
+    two files go together, and without files ``--base`` is required (argparse's own words)."""
+    if not given(args):
+        return None if args.base is not None else REQUIRED_BASE
+    revisions = [o for o, v in (("--base", args.base), ("--head", args.head)) if v is not None]
+    if revisions:
+        return (
+            f"{' and '.join(revisions)} cannot be combined with {BASE}/{HEAD}: an A/B compares "
+            "two revisions or two submission files"
+        )
+    missing = [o for o, v in ((BASE, args.base_submission), (HEAD, args.head_submission)) if not v]
+    if missing:
+        return f"{BASE} and {HEAD} go together; {missing[0]} is missing"
+    return None
+
+
+def check_files(args: Any) -> dict[str, Path]:
+    """Both files, resolved, each loaded once in a fresh process; ValueError naming the option
+    for one that cannot be used (unusable input: exit 2, whichever side it is)."""
+    from perfgate.submission.load import SubmissionError, check_path, probe
+
+    out = {}
+    for label, option, value in (("base", BASE, args.base_submission),
+                                 ("head", HEAD, args.head_submission)):  # fmt: skip
+        try:
+            out[label] = check_path(value)
+            probe(out[label])
+        except SubmissionError as exc:
+            raise ValueError(f"{option}: {exc}") from None
+    return out
+
+
+def gemm_cases(selected: list[dict], prog: str = "perfgate ab") -> list[dict]:
+    """The GEMM cases of a selection: a submission has no reducer entry point, so reducer cases
+    are left out, with a message; ValueError when nothing is left."""
+    kept = [c for c in selected if c["kind"] == "gemm"]
+    dropped = len(selected) - len(kept)
+    if not kept:
+        raise ValueError(
+            "the selection holds no GEMM benchmark: a submission file has no reducer entry "
+            "point (--groups leaderboard or grid)"
+        )
+    if dropped:
+        print(
+            f"{prog}: {dropped} reducer benchmark(s) left out: a submission file has no "
+            "reducer entry point (only custom_kernel)",
+            flush=True,
+        )
+    return kept
+
+
+def labels(infos: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """How the report names each side: the file its worker loaded and the start of its sha256
+    (:func:`perfgate.measure.ab.run_submissions`'s ``timed`` record)."""
+    out = {}
+    for label, info in infos.items():
+        timed = info["timed"]
+        out[label] = f"{label} {timed['path']} (sha256:{timed['sha256'][:12]})"
+    return out
