@@ -99,6 +99,9 @@ def test_other_tags_are_refused(tag):
 
 
 def test_without_a_gpu_a_usable_file_is_checked_then_nothing_runs(tmp_path, capsys, monkeypatch):
+    from perfgate.commands import base
+
+    monkeypatch.setattr(base, "gpu_available", lambda: False)  # the no-GPU path, on any machine
     monkeypatch.delenv("PERFGATE_REQUIRE_GPU", raising=False)
     monkeypatch.delenv(sub_bench.ADDOPTS, raising=False)
     good = _write(tmp_path, "good.py", GOOD)
