@@ -110,6 +110,22 @@ class Design:
 MAX_LOOKS = 8
 
 
+def design_for(gate: Any, mode: str) -> Design:
+    """The design of ``mode``'s A/B from the settings (``[tool.perfgate.ab_<mode>]`` and
+    ``alpha``; perfgate.gate.settings.GateSettings): ``processes`` a side at the first look,
+    doubled at each of ``looks``, ``rounds`` a process."""
+    if mode not in gate.ab:
+        raise ValueError(f"mode must be one of {', '.join(gate.ab)} for an A/B, got {mode!r}")
+    keys = gate.ab[mode]
+    return Design(
+        min_effect=keys["min_effect"],
+        floor=keys["floor"],
+        processes=tuple(keys["processes"] * 2**k for k in range(keys["looks"])),
+        rounds=keys["rounds"],
+        alpha=gate.stats.alpha,
+    )
+
+
 def _process_looks(processes) -> tuple[int, ...]:
     what = "processes must be a non-empty sequence of increasing ints >= 2 (processes a side "
     what += f"at each look, at most {MAX_LOOKS} looks), got {processes!r}"
