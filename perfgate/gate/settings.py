@@ -552,9 +552,7 @@ def _check_between_keys(
                 f"{named(floor)} must be <= {named(band)}: a slowdown of the size the gate must "
                 f"see would pass; give a smaller {key(floor).flag} or a larger {key(band).flag}"
             )
-        if {first, looks} <= used and (
-            values[first] * 2 ** (values[looks] - 1) > MAX_AB_PROCESSES
-        ):
+        if {first, looks} <= used and (values[first] * 2 ** (values[looks] - 1) > MAX_AB_PROCESSES):
             raise SettingsError(
                 f"{named(first)} x 2 ** ({named(looks)} - 1) must be <= {MAX_AB_PROCESSES}: "
                 f"the last look measures that many worker processes a side; give fewer "

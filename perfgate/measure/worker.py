@@ -212,7 +212,9 @@ def serve(worker_factory, requests, answer) -> None:
                 worker = worker_factory()
             if op == "prepare":
                 reused = {"cycles": req["cycles"]} if req.get("cycles") else {}
-                answer({"ok": True, **worker.prepare(req["cases"], req.get("levels", []), **reused)})
+                answer(
+                    {"ok": True, **worker.prepare(req["cases"], req.get("levels", []), **reused)}
+                )
             elif op == "run":
                 samples = worker.run(req["case"], req["variant"], int(req["rounds"]))
                 answer({"ok": True, "samples": samples})
