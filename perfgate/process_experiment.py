@@ -468,7 +468,14 @@ def load(paths: list[Path]) -> tuple[list[VerdictTrial], list[dict]]:
                 arrays = {k: data[k] for k in data.files}
         except FileNotFoundError:
             raise ValueError(f"{where}: no such file") from None
-        except (OSError, ValueError, EOFError, zipfile.BadZipFile, AttributeError, TypeError) as exc:
+        except (
+            OSError,
+            ValueError,
+            EOFError,
+            zipfile.BadZipFile,
+            AttributeError,
+            TypeError,
+        ) as exc:
             detail = " ".join(str(exc).split())
             raise ValueError(f"{where}: not an .npz archive written by perfgate experiment "
                              f"({detail})") from None  # fmt: skip

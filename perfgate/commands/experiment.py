@@ -343,6 +343,9 @@ def _run_processes(args: argparse.Namespace) -> int:
         else:
             mode, injection = args.mode, args.injection
             design = process_ab.design_for(gate, mode)
+        from perfgate.measure.ab import check_mode_options
+
+        check_mode_options(settings.overrides_from(args), mode)
     except (settings.SettingsError, SamplesError, ValueError) as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
@@ -379,8 +382,9 @@ def _run_processes(args: argparse.Namespace) -> int:
             print(f"{prog}: error: {exc}", file=sys.stderr)
             return 2
         if args.measure_only:
-            print(f"experiment: {len(trials)} judgements' samples in {out}/samples.npz; judge "
-                  f"them with --reanalyse {out}/samples.npz")  # fmt: skip
+            got = pe.counts(trials)
+            print(f"experiment: {got['verdicts']} verdicts x {got['benchmarks']} benchmarks in "
+                  f"{out}/samples.npz; judge them with --reanalyse {out}/samples.npz")  # fmt: skip
             return 0
     meta.update(pe.counts(trials))
     summary = pe.summarise(trials, design, levels, injection, meta)

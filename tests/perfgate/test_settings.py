@@ -196,7 +196,6 @@ def test_every_command_takes_its_keys_as_options():
         "experiment": [],
         "isa": ["--target", "gfx950"],
     }
-    no_threshold_terms = ("--min-effect", "--noise-factor", "--min-effect-drift", "--drift-factor")
     wanted = {
         "compare": without("--looks", "--ab-min-effect"),
         "bench": without("--ab-min-effect") + rounds,
@@ -298,8 +297,14 @@ RANGES = {
     "isa.vgpr_tolerance_abs": "an int in [0, 512]",
     "isa.vgpr_tolerance_rel": "a fraction in [0, 1)",
     "isa.valu_tolerance_rel": "a fraction in [0, 1)",
-    **{f"ab_{m}.min_effect": "a fraction in (0, 1), e.g. 0.01 for 1%" for m in ("device", "leaderboard")},
-    **{f"ab_{m}.floor": "a fraction in [0, 1), e.g. 0.0025 for 0.25%" for m in ("device", "leaderboard")},
+    **{
+        f"ab_{m}.min_effect": "a fraction in (0, 1), e.g. 0.01 for 1%"
+        for m in ("device", "leaderboard")
+    },
+    **{
+        f"ab_{m}.floor": "a fraction in [0, 1), e.g. 0.0025 for 0.25%"
+        for m in ("device", "leaderboard")
+    },
     **{f"ab_{m}.processes": "an int in [2, 64]" for m in ("device", "leaderboard")},
     **{f"ab_{m}.looks": "an int in [1, 6]" for m in ("device", "leaderboard")},
     **{f"ab_{m}.rounds": "an int in [10, 10000]" for m in ("device", "leaderboard")},
