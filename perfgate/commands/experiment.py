@@ -124,9 +124,8 @@ def _options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--groups",
-        default="leaderboard,reducer",
-        help="comma-separated benchmark groups of leaderboard, reducer, grid "
-        "(default: %(default)s)",
+        help="comma-separated benchmark groups of leaderboard, reducer, grid (default: "
+        "leaderboard,reducer; leaderboard alone with --mode leaderboard)",
     )
     parser.add_argument("-k", dest="keyword", metavar="TEXT", help="only names containing TEXT")
     parser.add_argument(
@@ -210,6 +209,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     if args.trials is None:
         args.trials = DEFAULT_TRIALS
+    args.groups = args.groups or "leaderboard,reducer"
     if args.reanalyse:
         args.reanalyse = args.reanalyse[0]
     try:
@@ -324,8 +324,11 @@ def _run_processes(args: argparse.Namespace) -> int:
         if args.trials is not None:
             raise ValueError("--trials applies to --design rounds (each verdict is one trial "
                              "of every benchmark)")  # fmt: skip
+        from perfgate.measure.ab import default_groups
+
         levels = parse_levels(args.inject)
-        selected = catalog.cases(tuple(args.groups.split(",")), args.keyword, mode=args.mode)
+        groups = args.groups or default_groups(args.mode)
+        selected = catalog.cases(tuple(groups.split(",")), args.keyword, mode=args.mode)
         names = ["summary.json", "summary.md"]
         inputs = {}
         for i, path in enumerate(args.reanalyse or []):

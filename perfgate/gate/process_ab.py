@@ -9,9 +9,9 @@ measured in several processes, and the statistics only trust what replicates acr
 
 **Design** (docs/ab-process-level.md has the measurements behind every number):
 
-- *Measurement*: each side in ``P`` worker processes (``ab_processes``), alive at once and
+- *Measurement*: each side in ``P`` worker processes (``ab_<mode>.processes``), alive at once and
   alternated A1 B1 A2 B2 ... in the ABBA blocks of :mod:`perfgate.measure.interleave`, each giving
-  ``R`` rounds (``ab_rounds_per_process``) of every benchmark. Interleaving cancels what hits
+  ``R`` rounds (``ab_<mode>.rounds``) of every benchmark. Interleaving cancels what hits
   the GPU over time; the process level is left, and it is what the statistics see.
 - *Per process*: the log of the 20%-trimmed mean of its rounds (robust to the rare slow
   round, and finer than a median under a coarse clock tick: a median of quantised rounds
@@ -25,11 +25,12 @@ measured in several processes, and the statistics only trust what replicates acr
   ``regression`` when the lower bound is above ``+floor``; ``improvement`` when the upper
   bound is below ``-floor``; else ``unchanged`` when the interval lies within
   ``+-min_effect``; else ``inconclusive`` (measure more processes).
-  ``min_effect`` (``ab_min_effect``) is the size the gate must see; ``floor`` (``ab_floor``)
+  ``min_effect`` (``ab_<mode>.min_effect``) is the size the gate must see; ``floor``
+  (``ab_<mode>.floor``)
   the smallest slowdown that fails it. A floor of zero fails any significant slowdown; a floor
   above zero keeps a systematic difference between the sides that no replication removes (a
   temporary worktree's path, its cache) from failing the gate.
-- *Adaptive looks*: ``ab_processes`` lists the processes a side at each look, e.g.
+- *Adaptive looks*: ``processes`` lists the processes a side at each look, e.g.
   ``(3, 6, 12, 24)``; each look's processes give ``R x round_growth**(k-1)`` rounds
   (:meth:`Design.schedule`); only the undecided benchmarks are measured further (new processes
   prepare only them); every look tests at ``alpha / looks`` (Bonferroni, as
@@ -60,9 +61,10 @@ METHODS = ("student", "welch")
 
 @dataclass(frozen=True)
 class Design:
-    """The knobs of the process-level verdict; the wiring reads them from ``[tool.perfgate]``
-    (``ab_min_effect``, ``ab_floor``, ``ab_processes``, ``ab_rounds_per_process``,
-    ``ab_round_growth``, ``alpha``).
+    """The knobs of the process-level verdict; :func:`design_for` makes one from
+    ``[tool.perfgate.ab_<mode>]`` (``min_effect``, ``floor``, ``processes`` doubled over
+    ``looks``, ``rounds``) and ``alpha``; ``round_growth`` stays 1 there (each worker is
+    measured in one look and closed after it).
 
     ``processes`` lists the processes a side at each look (its length is the number of looks):
     ``(3, 6, 12, 24)`` judges every benchmark on 3 + 3 processes, measures the undecided ones in
