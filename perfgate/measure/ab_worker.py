@@ -48,15 +48,15 @@ class CallBench:
 
     calls = 1
 
-    def __init__(self, work: Any, plain: RotatingCall, injected: dict[str, RotatingCall]) -> None:
+    def __init__(
+        self, work: Any, plain: RotatingCall, injected: dict[str, RotatingCall], plain_name: str
+    ) -> None:
         self.refs, self.check_one = work.refs, work.check
-        self.plain, self.injected = plain, injected
+        self.plain, self.injected, self.plain_name = plain, injected, plain_name
         self._used: list[RotatingCall] = []
 
     def work(self, variant: str) -> RotatingCall:
-        from perfgate.measure.worker import PLAIN
-
-        call = self.plain if variant == PLAIN else self.injected[variant]  # KeyError: unknown
+        call = self.plain if variant == self.plain_name else self.injected[variant]  # KeyError
         self._used.append(call)
         return call
 
@@ -73,14 +73,16 @@ class CallBench:
 
 
 def prepare_whole_call(
-    work: Any, levels: list[float], flush: Callable[[], None], cycles: dict[str, int]
+    work: Any,
+    levels: dict[str, float],
+    flush: Callable[[], None],
+    cycles: dict[str, int],
+    plain_name: str = "plain",
 ) -> tuple[CallBench, dict[str, Any]]:
     """A :class:`CallBench` for ``work`` (perfgate.measure.harness.Work) and its record: every
-    input set's output checked first, then per level a sleep after the call, calibrated in the
-    closed loop unless ``cycles`` gives it."""
+    input set's output checked first, then per level (by variant name) a sleep after the call,
+    calibrated in the closed loop unless ``cycles`` gives it."""
     import torch
-
-    from perfgate.measure.worker import variant_name
 
     for i, (args, ref) in enumerate(zip(work.arg_sets, work.refs, strict=True)):
         out = work.fn(*args)
@@ -90,12 +92,11 @@ def prepare_whole_call(
     info: dict[str, Any] = {"calls": 1, "launch": "direct", "sets": len(work.arg_sets)}
     injected: dict[str, RotatingCall] = {}
     replay = spc = 0.0
-    if any(variant_name(lv) not in cycles for lv in levels):  # some level to calibrate here
+    if any(name not in cycles for name in levels):  # some level to calibrate here
         replay = probe_median(plain, flush, calls=1, rounds=15)
         spc = inject.seconds_per_cycle(*inject.timing_points(flush))
         info.update(plain_call_s=replay, seconds_per_cycle=spc)
-        for level in levels:
-            name = variant_name(level)
+        for name, level in levels.items():
 
             def with_sleep(n: int) -> RotatingCall:
                 return RotatingCall(work.fn, work.arg_sets, inject.DeviceSleep(n))
@@ -106,7 +107,7 @@ def prepare_whole_call(
             n, calibration = calibrated(level, replay, spc, measure, cycles.get(name))
             injected[name] = with_sleep(n)
             info[name] = describe(n, calibration) | {"launch": "direct"}
-    return CallBench(work, plain, injected), info
+    return CallBench(work, plain, injected, plain_name), info
 
 
 def calibrated(

@@ -123,8 +123,9 @@ class Worker:
         from perfgate.measure.harness import batched_launch, check_all
 
         if self.mode in ab_worker.WHOLE_CALL_MODES:
+            named = {variant_name(lv): lv for lv in levels}
             self.benches[name], info = ab_worker.prepare_whole_call(
-                work, levels, self.flush, cycles
+                work, named, self.flush, cycles, PLAIN
             )
             return info
         plain = batched_launch(work)  # the plugin's device mode: the same calls and checks

@@ -553,7 +553,7 @@ def test_whole_call_mode_times_one_rotating_call_and_checks_it(monkeypatch):
             raise AssertionError(f"wrong output ({what})")
 
     work = Work(fn, [(1,), (2,), (3,)], [], [2, 4, 6], check)
-    bench, info = ab_worker.prepare_whole_call(work, [], lambda: None, {})
+    bench, info = ab_worker.prepare_whole_call(work, {}, lambda: None, {})
     assert calls == [1, 2, 3] and len(checked) == 3  # each set once, before any timing
     assert (info["calls"], info["launch"], info["sets"], bench.calls) == (1, "direct", 3, 1)
     call = bench.work("plain")
