@@ -120,28 +120,33 @@ def judgements(trials: list[VerdictTrial], design, levels, injection: str) -> li
 
 def spreads(trials: list[VerdictTrial], trim: float) -> dict[str, dict[str, float]]:
     """Per benchmark: the SD of the per-process log levels within a verdict and side (pooled
-    over A plain and B plain of every verdict), and the median robust round noise: what the
-    H200 model of docs/ab-process-level.md assumes, measured."""
+    over A plain and B plain of every verdict), the part of it the rounds alone explain
+    (noise / sqrt(rounds)), and the median robust round noise: what the H200 model of
+    docs/ab-process-level.md assumes, measured."""
     import numpy as np
 
     from perfgate.gate.process_ab import process_levels
 
     out = {}
     for case in dict.fromkeys(t.case for t in trials):
-        ss, df, noise = 0.0, 0, []
+        ss, df, noise, lengths = 0.0, 0, [], []
         for t in (t for t in trials if t.case == case):
             for procs in (t.a, t.b[PLAIN]):
+                for n in sorted({len(p) for p in procs}):  # processes of one length at a time
+                    x = np.array([p for p in procs if len(p) == n])
+                    med = np.median(x, axis=1)
+                    noise += list(1.4826 * np.median(np.abs(x - med[:, None]), axis=1) / med)
+                    lengths += [n] * len(x)
                 if len(procs) >= 2:
                     lv = np.array([process_levels(p, trim) for p in procs])
                     ss, df = ss + float(((lv - lv.mean()) ** 2).sum()), df + len(lv) - 1
-                for p in procs:
-                    x = np.asarray(p)
-                    noise.append(
-                        1.4826 * float(np.median(np.abs(x - np.median(x)))) / float(np.median(x))
-                    )
+        round_noise = float(np.median(noise)) if noise else float("nan")
         out[case] = {
             "process_sd": math.sqrt(ss / df) if df else float("nan"),
-            "round_noise": float(np.median(noise)) if noise else float("nan"),
+            "round_noise": round_noise,
+            "rounds_share": round_noise / math.sqrt(float(np.median(lengths)))
+            if lengths
+            else float("nan"),
         }
     return out
 
@@ -236,20 +241,26 @@ def render(summary: dict[str, Any]) -> str:
     lines += [
         "",
         "Per benchmark, measured: the spread of the workers' levels within a verdict and side "
-        "(the unit the verdict replicates over) and the robust round noise.",
+        "(the unit the verdict replicates over), the part of it the rounds' own noise explains "
+        "(noise / sqrt(rounds)), and the robust round noise.",
         "",
-        "| benchmark | process SD | round noise |",
-        "| --- | ---: | ---: |",
+        "| benchmark | process SD | of which rounds, about | round noise |",
+        "| --- | ---: | ---: | ---: |",
     ]
     for case, s in summary["spreads"].items():
-        lines.append(f"| {case} | {s['process_sd']:.3%} | {s['round_noise']:.2%} |")
+        lines.append(f"| {case} | {s['process_sd']:.3%} | {s['rounds_share']:.3%} | "
+                     f"{s['round_noise']:.2%} |")  # fmt: skip
     secs = meta.get("verdict_seconds") or []
     if secs:
         lines += [
             "",
             f"GPU time: {len(secs)} verdicts in {sum(secs):.0f} s, {min(secs):.0f}-{max(secs):.0f}"
-            f" s each (median {sorted(secs)[len(secs) // 2]:.0f} s; each also measures the "
-            "injected streams, which a production verdict does not).",
+            f" s each (median {sorted(secs)[len(secs) // 2]:.0f} s"
+            + (
+                "; each also measures the injected streams, which a production verdict does not)."
+                if d["injection"] == "sleep"
+                else ")."
+            ),
         ]
     if meta.get("calibration"):
         lines += ["", _render_calibration(meta["calibration"])]

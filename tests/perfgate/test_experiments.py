@@ -393,6 +393,11 @@ def test_process_design_null_with_offsets_of_1pct_raises_no_false_alarm_beyond_1
     flagged = sum(j["verdict"] in ("regression", "improvement") for j in records)
     assert len(records) == 400 and flagged <= 4, flagged
     assert all(j["processes"] in design.processes for j in records)
+    # the summary's per-benchmark table reads the planted 1% spread back
+    spread = pe.spreads(trials, design.trim)["x"]
+    assert spread["process_sd"] == pytest.approx(0.01, rel=0.05)
+    assert spread["round_noise"] == pytest.approx(0.005, rel=0.1)
+    assert spread["rounds_share"] == pytest.approx(0.005 / 40**0.5, rel=0.1)
 
 
 def test_process_design_catches_a_true_1pct_with_factor_and_with_measured_streams():
