@@ -24,6 +24,8 @@ def add_revision_options(
     *,
     old_required: bool = True,
     new_required: bool = True,
+    groups_default: str | None = ",".join(DEFAULT_GROUPS),
+    groups_help: str | None = None,
 ) -> None:
     """The options of a command that measures one revision against another (``ab``, ``bisect``):
     ``old`` and ``new`` as ``(flag, help)`` pairs, then ``--groups`` and ``-k``."""
@@ -34,8 +36,9 @@ def add_revision_options(
     parser.add_argument(new[0], required=new_required, metavar="REV", help=new[1])
     parser.add_argument(
         "--groups",
-        default=",".join(DEFAULT_GROUPS),
-        help=f"comma-separated benchmark groups of {', '.join(timed)} (default: %(default)s)",
+        default=groups_default,
+        help=groups_help
+        or f"comma-separated benchmark groups of {', '.join(timed)} (default: %(default)s)",
     )
     parser.add_argument(
         "-k", dest="keyword", metavar="TEXT", help="only benchmarks whose name holds TEXT"

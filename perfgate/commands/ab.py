@@ -5,19 +5,24 @@ The base revision is checked out into a temporary git worktree (and the head too
 side builds its native reducer (``python -m kernels.reducer.build`` in its own tree, into its
 own cache) and gets a worker process (:mod:`perfgate.measure.worker`) that imports that side's
 ``kernels`` while the timer, the flush, the inputs and the output checks are this checkout's.
-The two workers share the GPU and take turns in ABBA blocks of rounds (:mod:`perfgate.measure.interleave`),
-so clocks, temperature and other tenants hit both sides alike: the comparison has no
-day-to-day drift, and its threshold is ``ab_min_effect`` (1.5%) instead of a stored baseline's.
 
-Rounds are adaptive (:mod:`perfgate.measure.adaptive`): ``rounds.device`` a side first, doubled for the
-benchmarks still inconclusive, at most ``looks`` looks, each at ``alpha / looks``.
+**The worker process is the unit** (docs/ab-process-level.md): a process keeps a level of its
+own for its life, so each side is measured in several workers, alternated A1 B1 A2 B2 ... in
+ABBA blocks on the one GPU, and the verdict trusts only what replicates across processes:
+Student's t on the per-process levels (each the 20%-trimmed mean of its rounds). Looks are
+adaptive: ``ab_<mode>.processes`` workers a side first (3), then as many again in new workers
+for the benchmarks still undecided (6, 12, 24 a side with ``looks = 4``), each look at
+``alpha / looks``. A regression is a CI above ``+ab_<mode>.floor`` (0.25%); unchanged is a CI
+within ``+-ab_<mode>.min_effect`` (1% in device mode, 2% in leaderboard mode).
 
-Verdicts, reports (terminal table, ``--json``, ``--markdown``) and exit codes are ``compare``'s:
-0 no regression; 1 a regression, a benchmark still inconclusive after every look (unless
-``inconclusive_exit = 0``) or a wrong output on the head side; 2 unusable input (an unknown
-revision, a base that does not build or whose outputs are wrong, no GPU with
-``PERFGATE_REQUIRE_GPU=1``). Only the ``device`` timing mode: leaderboard-mode medians shift by
-up to 3% from one process to the next (README), more than an A/B threshold of 1.5% allows.
+``--mode leaderboard`` times the whole call: each round is one ``custom_kernel(data)`` after the
+leaderboard's 2 GiB flush, so a host-path or launch regression is gated by A/B too.
+
+Verdicts, reports (terminal table, ``--json``, ``--markdown``; per-process levels in the notes
+and the JSON) and exit codes are ``compare``'s: 0 no regression; 1 a regression, a benchmark
+still inconclusive after every look (unless ``inconclusive_exit = 0``) or a wrong output on the
+head side; 2 unusable input (an unknown revision, a base that does not build or whose outputs
+are wrong, no GPU with ``PERFGATE_REQUIRE_GPU=1``).
 
 ``--base-submission A.py --head-submission B.py`` (instead of ``--base``/``--head``) compares two
 submission files: each worker times its file's ``custom_kernel`` (one call per input copy in the
@@ -40,53 +45,47 @@ from perfgate.revisions import DEFAULT_GROUPS as DEFAULT_GROUPS  # ab's default,
 from perfgate.revisions import AbError, add_revision_options, resolve
 from perfgate.submission import sides as submission_sides
 
+GROUPS = tuple(name for name in catalog.GROUPS if name != "host")  # what device mode times
+
 
 def report(
-    args, gate, decisions, samples, infos, base_sha: str, head_sha: str | None, labels=None
+    args, gate, decisions, store, infos, base_sha: str, head_sha: str | None, labels=None
 ) -> int:
     from perfgate import atomic
-    from perfgate.gate import compare
+    from perfgate.gate import ab_report, compare, process_ab
     from perfgate.measure import fingerprint
-    from perfgate.measure.worker import PLAIN
 
     fp = fingerprint.collect()
-    base_s = {n: samples[("base", n, PLAIN)] for n in decisions}
-    head_s = {n: samples[("head", n, PLAIN)] for n in decisions}
-    rows = compare.judge(
-        base_s,
-        head_s,
-        gate.stats,
-        ab=True,
-        looks=gate.stats.looks,
-        looks_taken={n: d.look for n, d in decisions.items()},
-    )
+    mode = getattr(args, "mode", "device")
     head_label = f"head {args.head} ({head_sha[:12]})" if head_sha else _working_tree(fp)
-    base_label = f"base {args.base} ({base_sha[:12]})" if labels is None else labels["base"]
-    rep = compare.make_report(
-        rows,
-        gate.stats,
-        baseline_path=base_label,
+    rep = ab_report.make(
+        decisions,
+        store,
+        process_ab.design_for(gate, mode),
+        mode,
+        gate,
+        baseline_path=f"base {args.base} ({base_sha[:12]})" if labels is None else labels["base"],
         current_path=head_label if labels is None else labels["head"],
         device_key=fp["device_key"],
-        mode="device",
-        allow_missing=False,
         notes=[
             f"reducer: base {infos['base'].get('reducer_backend')}, "
             f"head {infos['head'].get('reducer_backend')}"
         ],
-        ab=True,
-        looks=gate.stats.looks,
     )
     paths = outputs(args)
+    record = ab_report.samples_record(store, decisions)
     atomic.write_json(
         paths["samples"],
         {
             "base": base_sha,
             "head": head_sha,
             "fingerprint": fp,
-            "base_samples": base_s,
-            "head_samples": head_s,
+            "unit": "process",
+            "mode": mode,
+            "base_samples": record["base"],
+            "head_samples": record["head"],
             "prepare": infos,
+            "looks": infos.get("looks", []),
         },
     )
     return compare.present(
@@ -125,8 +124,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ("--head", "the revision to gate (default: this working tree, uncommitted edits included)"),
         old_required=False,
         new_required=False,
+        groups_default=None,
+        groups_help=f"comma-separated benchmark groups of {', '.join(GROUPS)} (default: "
+        f"{','.join(DEFAULT_GROUPS)} in device mode, leaderboard in leaderboard mode)",
     )
     submission_sides.add_options(parser)
+    parser.add_argument(
+        "--mode",
+        choices=("device", "leaderboard"),
+        default="device",
+        help="device: graph replays over the input copies (kernel time); leaderboard: one "
+        "whole custom_kernel call per round after a 2 GiB flush (default: %(default)s)",
+    )
     parser.add_argument(
         "--results-dir",
         type=Path,
@@ -148,14 +157,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     from perfgate.gate import settings
 
-    # the A/B threshold is ab_min_effect alone (no drift between the sides: no noise or drift
-    # terms), and the rounds are device mode's
-    settings.add_options(
-        parser,
-        settings.STATS,
-        only=("rounds.device",),
-        skip=("min_effect", "noise_factor", "min_effect_drift", "drift_factor"),
-    )
+    # the process-level A/B of each mode ([tool.perfgate.ab_<mode>]), at alpha
+    settings.add_options(parser, settings.AB, only=("alpha", "inconclusive_exit"))
     history.add_options(parser)
     parser.set_defaults(func=_run)
 
@@ -178,10 +181,14 @@ def _run(args: argparse.Namespace) -> int:
         from perfgate.gate.compare import check_outputs
 
         check_outputs(outputs(args), {})
+        from perfgate.measure.ab import check_mode_options, default_groups
+
+        check_mode_options(settings.overrides_from(args), args.mode)
+        args.groups = args.groups or default_groups(args.mode)
         resolve(args.base)
         if args.head:
             resolve(args.head)
-        catalog.cases(tuple(args.groups.split(",")), args.keyword)
+        catalog.cases(tuple(args.groups.split(",")), args.keyword, mode=args.mode)
         history.check(args, outputs(args).values())
     except (AbError, ValueError) as exc:
         return base.error("ab", exc)
@@ -199,14 +206,17 @@ def _measure(args: argparse.Namespace, gate) -> int:
 
     base_sha = resolve(args.base)
     head_sha = resolve(args.head) if args.head else None
-    selected = catalog.cases(tuple(args.groups.split(",")), args.keyword)
+    mode = getattr(args, "mode", "device")
+    selected = catalog.cases(tuple(args.groups.split(",")), args.keyword, mode=mode)
     if not selected:
         raise AbError(f"-k {args.keyword!r} matches no benchmark of {args.groups}")
-    decisions, samples, infos = ab.run(base_sha, head_sha, selected, gate)
-    return report(args, gate, decisions, samples, infos, base_sha, head_sha)
+    decisions, store, infos, looks = ab.run(base_sha, head_sha, selected, gate, mode)
+    infos["looks"] = looks
+    return report(args, gate, decisions, store, infos, base_sha, head_sha)
 
 
 def _submissions(args: argparse.Namespace, gate) -> int:
+    from perfgate.gate import settings
     from perfgate.gate.compare import check_outputs
     from perfgate.measure import ab
 
@@ -214,7 +224,9 @@ def _submissions(args: argparse.Namespace, gate) -> int:
         files = submission_sides.check_files(args)
         check_outputs(outputs(args), {"--base-submission": files["base"],
                                       "--head-submission": files["head"]})  # fmt: skip
-        found = catalog.cases(tuple(args.groups.split(",")), args.keyword)
+        ab.check_mode_options(settings.overrides_from(args), args.mode)
+        args.groups = args.groups or ab.default_groups(args.mode)
+        found = catalog.cases(tuple(args.groups.split(",")), args.keyword, mode=args.mode)
         if not found:
             raise ValueError(f"-k {args.keyword!r} matches no benchmark of {args.groups}")
         selected = submission_sides.gemm_cases(found)
@@ -223,10 +235,13 @@ def _submissions(args: argparse.Namespace, gate) -> int:
     if not base.gpu_available():
         return base.no_gpu("ab")
     try:
-        decisions, samples, infos = ab.run_submissions(files["base"], files["head"], selected, gate)
+        decisions, store, infos, looks = ab.run_submissions(
+            files["base"], files["head"], selected, gate, args.mode
+        )
     except AbError as exc:
         print(f"perfgate ab: error: {exc}", file=sys.stderr)
         return exc.code
-    shas = {label: f"sha256:{info['timed']['sha256']}" for label, info in infos.items()}
+    shas = {label: f"sha256:{infos[label]['timed']['sha256']}" for label in ("base", "head")}
     labels = submission_sides.labels(infos)
-    return report(args, gate, decisions, samples, infos, shas["base"], shas["head"], labels)
+    infos["looks"] = looks
+    return report(args, gate, decisions, store, infos, shas["base"], shas["head"], labels)

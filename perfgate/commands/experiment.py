@@ -60,6 +60,7 @@ from perfgate.experiment import (
     save_samples,
     summarise,
 )
+from perfgate.process_experiment import INJECTIONS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -92,15 +93,39 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trials",
         type=settings.argument(TRIALS, "--trials"),
-        default=5,
+        default=None,
         metavar="N",
-        help=f"trials per benchmark and session ({TRIALS.expected}; default: %(default)s)",
+        help=f"--design rounds: trials per benchmark and session ({TRIALS.expected}; default: "
+        f"{DEFAULT_TRIALS})",
+    )
+    parser.add_argument(
+        "--design",
+        choices=("processes", "rounds"),
+        default="processes",
+        help="processes: each of --runs is one verdict of perfgate ab's process-level A/B, fresh "
+        "workers a side at every look (what the gate ships); rounds: the one-worker-a-side "
+        "design judged at the round level, with the stored-baseline mode beside it; a "
+        "re-analysis reads the design from its file (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("device", "leaderboard"),
+        default="device",
+        help="--design processes: the timing mode of the workers and the ab_<mode> settings "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
+        "--injection",
+        choices=INJECTIONS,
+        default="sleep",
+        help="--design processes: sleep, a device sleep after the calls calibrated in a closed "
+        "loop (the measured size is reported); factor, B's plain rounds x (1 + level), an exact "
+        "size that tests the statistics alone (default: %(default)s)",
     )
     parser.add_argument(
         "--groups",
-        default="leaderboard,reducer",
-        help="comma-separated benchmark groups of leaderboard, reducer, grid "
-        "(default: %(default)s)",
+        help="comma-separated benchmark groups of leaderboard, reducer, grid (default: "
+        "leaderboard,reducer; leaderboard alone with --mode leaderboard)",
     )
     parser.add_argument("-k", dest="keyword", metavar="TEXT", help="only names containing TEXT")
     parser.add_argument(
@@ -128,12 +153,14 @@ def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reanalyse",
         type=Path,
+        nargs="+",
         metavar="NPZ",
-        help="judge the samples of an earlier run's samples.npz (and read the meta.json beside "
-        "it); no GPU needed",
+        help="judge the samples of earlier runs' samples.npz (and read the meta.json beside "
+        "each); several files of the process design are judged as one experiment; no GPU needed",
     )
-    # judged both ways (A/B and stored baseline): every stats key; the rounds are device mode's
-    settings.add_options(parser, settings.STATS, only=("rounds.device",))
+    # --design rounds judges both ways (A/B and stored baseline): every stats key, device-mode
+    # rounds; --design processes: the process-level A/B's sections
+    settings.add_options(parser, settings.STATS, settings.AB, only=("rounds.device",))
 
 
 def _keys():
@@ -148,6 +175,7 @@ def _keys():
 
 
 RUNS, TRIALS, BUDGET = _keys()
+DEFAULT_TRIALS = 5
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -158,6 +186,32 @@ def _run(args: argparse.Namespace) -> int:
 
     prog = "perfgate experiment"
     out = args.out
+    design = args.design
+    if args.reanalyse:
+        from perfgate.process_experiment import file_design
+
+        design = file_design(args.reanalyse[0])
+    if design == "processes":
+        return _run_processes(args)
+    if args.reanalyse and len(args.reanalyse) > 1:
+        print(f"{prog}: error: --reanalyse {args.reanalyse[0]}: holds round-design samples; "
+              "re-analyse one such file at a time", file=sys.stderr)  # fmt: skip
+        return 2
+    if args.mode != "device" or args.injection != "sleep":
+        flag = "--mode" if args.mode != "device" else "--injection"
+        print(f"{prog}: error: {flag} applies to --design processes; --design rounds measures "
+              "device mode with the calibrated sleep", file=sys.stderr)  # fmt: skip
+        return 2
+    given = [settings.key(k).flag for k in settings.overrides_from(args)
+             if settings.key(k).group == settings.AB]  # fmt: skip
+    if given:
+        print(f"{prog}: error: {given[0]} applies to --design processes", file=sys.stderr)
+        return 2
+    if args.trials is None:
+        args.trials = DEFAULT_TRIALS
+    args.groups = args.groups or "leaderboard,reducer"
+    if args.reanalyse:
+        args.reanalyse = args.reanalyse[0]
     try:
         gate = settings.from_args(args)
         levels = parse_levels(args.inject)
@@ -181,7 +235,9 @@ def _run(args: argparse.Namespace) -> int:
         "totals": totals,
         "levels": list(levels),
         "baseline_runs": gate.baseline_runs,
-        "settings": gate.values(),
+        "settings": {
+            k: v for k, v in gate.values().items() if settings.key(k).group != settings.AB
+        },
     }
     if args.reanalyse:
         # the measuring run's device and calibration
@@ -242,3 +298,133 @@ def _measure(args, selected, levels, gate, totals, meta) -> list[Trial]:
         atomic.write_text(args.out / "meta.json", json.dumps(meta, indent=1) + "\n")
         print(f"experiment: session {session} done in {time.monotonic() - t0:.0f} s", flush=True)
     return trials
+
+
+# Stats keys the process design reads; the rest would be ignored, and are refused.
+_PROCESS_STATS = ("alpha",)
+
+
+def _run_processes(args: argparse.Namespace) -> int:
+    """The process-level design (perfgate.process_experiment): measure verdicts, or judge the
+    samples of earlier runs."""
+    from perfgate import atomic
+    from perfgate import process_experiment as pe
+    from perfgate.gate import process_ab, settings
+    from perfgate.gate.compare import check_outputs
+
+    prog = "perfgate experiment"
+    out = args.out
+    try:
+        gate = settings.from_args(args)
+        for name in settings.overrides_from(args):
+            k = settings.key(name)
+            if k.group not in (settings.AB,) and name not in _PROCESS_STATS:
+                raise ValueError(f"{k.flag} applies to --design rounds (the process design "
+                                 "judges with alpha and [tool.perfgate.ab_<mode>])")  # fmt: skip
+        if args.trials is not None:
+            raise ValueError("--trials applies to --design rounds (each verdict is one trial "
+                             "of every benchmark)")  # fmt: skip
+        from perfgate.measure.ab import default_groups
+
+        levels = parse_levels(args.inject)
+        groups = args.groups or default_groups(args.mode)
+        selected = catalog.cases(tuple(groups.split(",")), args.keyword, mode=args.mode)
+        names = ["summary.json", "summary.md"]
+        inputs = {}
+        for i, path in enumerate(args.reanalyse or []):
+            inputs[f"--reanalyse {i + 1}"] = path
+            inputs[f"meta.json {i + 1}"] = _meta_path(path)
+        if not args.reanalyse:
+            names += ["samples.npz", "meta.json"]
+        check_outputs([("--out", out / name) for name in names], inputs)
+        if args.reanalyse:
+            trials, metas = pe.load(args.reanalyse)
+            recorded = _one_design(metas, args.reanalyse)
+            mode = recorded.get("mode", args.mode)
+            injection = recorded.get("injection", args.injection)
+            design = _recorded_design(gate, mode, recorded)
+        else:
+            mode, injection = args.mode, args.injection
+            design = process_ab.design_for(gate, mode)
+        from perfgate.measure.ab import check_mode_options
+
+        check_mode_options(settings.overrides_from(args), mode)
+    except (settings.SettingsError, SamplesError, ValueError) as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    meta = {
+        "command": " ".join(["python -m perfgate experiment", *sys.argv[2:]]),
+        "levels": list(levels),
+        "design": {
+            "unit": "process",
+            "mode": mode,
+            "injection": injection,
+            "processes": list(design.processes),
+            "rounds": design.rounds,
+            "min_effect": design.min_effect,
+            "floor": design.floor,
+            "alpha": design.alpha,
+        },
+        "settings": gate.values(),
+    }
+    if args.reanalyse:
+        for m in metas:  # the measuring runs' devices, calibrations and times
+            meta.setdefault("device", m.get("device", "(re-analysed)"))
+            meta.setdefault("calibration", {}).update(m.get("calibration") or {})
+            meta.setdefault("verdict_seconds", []).extend(m.get("verdict_seconds") or [])
+    else:
+        if not base.gpu_available():
+            return base.no_gpu("experiment")
+        from perfgate.measure.ab import PrepareError
+        from perfgate.measure.interleave import WorkerError
+
+        meta["device"] = _device()
+        try:
+            trials = pe.measure(args, selected, levels, design, injection, meta, out, mode)
+        except (WorkerError, PrepareError) as exc:
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            return 2
+        if args.measure_only:
+            got = pe.counts(trials)
+            print(f"experiment: {got['verdicts']} verdicts x {got['benchmarks']} benchmarks in "
+                  f"{out}/samples.npz; judge them with --reanalyse {out}/samples.npz")  # fmt: skip
+            return 0
+    meta.update(pe.counts(trials))
+    summary = pe.summarise(trials, design, levels, injection, meta)
+    atomic.write_text(out / "summary.json", json.dumps(summary, indent=1) + "\n")
+    text = pe.render(summary)
+    atomic.write_text(out / "summary.md", text)
+    print(text)
+    return 0
+
+
+def _device() -> str:
+    from perfgate.measure import fingerprint
+
+    fp = fingerprint.collect()
+    return f"{fp['gpu_name']} ({fp['device_key']}), torch {fp['torch']}, triton {fp['triton']}"
+
+
+def _one_design(metas: list[dict], paths: list[Path]) -> dict:
+    """The design the files were measured with: one for all of them (ValueError otherwise)."""
+    designs = [m.get("design") or {} for m in metas]
+    keys = ("mode", "injection", "processes", "rounds")
+    first = {k: designs[0].get(k) for k in keys}
+    for path, d in zip(paths, designs, strict=True):
+        if {k: d.get(k) for k in keys} != first:
+            raise ValueError(f"--reanalyse {path}: measured with {d or 'no recorded design'}, "
+                             f"the first file with {first}; judge like with like")  # fmt: skip
+    return designs[0]
+
+
+def _recorded_design(gate, mode: str, recorded: dict):
+    """Today's thresholds (the settings, with their overrides) on the recorded looks."""
+    from perfgate.gate import process_ab
+
+    design = process_ab.design_for(gate, mode)
+    if recorded.get("processes"):
+        design = process_ab.Design(
+            min_effect=design.min_effect, floor=design.floor, alpha=design.alpha,
+            processes=tuple(recorded["processes"]), rounds=int(recorded["rounds"]),
+        )  # fmt: skip
+    return design

@@ -142,7 +142,7 @@ def render_console(report: Report, console) -> None:
     table.add_column("verdict", no_wrap=True)
     table.add_column("benchmark", overflow="fold")
     table.add_column("change", justify="right")
-    table.add_column(f"{level:.0%} CI" if level else "CI", justify="right")
+    table.add_column(f"{_level(level)} CI" if level else "CI", justify="right")
     table.add_column("p", justify="right")
     table.add_column("threshold", justify="right")
     table.add_column("baseline", justify="right")
@@ -163,7 +163,7 @@ def render_console(report: Report, console) -> None:
 def render_markdown(report: Report) -> str:
     """The report as GitHub-flavoured markdown."""
     level = report.settings.get("confidence")
-    ci_head = f"{level:.0%} CI" if level else "CI"
+    ci_head = f"{_level(level)} CI" if level else "CI"
     lines = [
         f"### perfgate {report.headline()}",
         "",
@@ -215,9 +215,24 @@ def render_markdown(report: Report) -> str:
     return "\n".join(lines)
 
 
+def _level(confidence: float) -> str:
+    """98% as ``98%``, 99.5% as ``99.5%`` (never rounded up to 100%)."""
+    whole = f"{confidence:.0%}"
+    return whole if abs(confidence * 100 - round(confidence * 100)) < 1e-9 else f"{confidence:.1%}"
+
+
 def _gate_description(settings: dict[str, Any]) -> str:
     if not settings:
         return ""
+    if settings.get("unit") == "process":  # perfgate ab: perfgate.gate.ab_report
+        return (
+            f"Each side is measured in worker processes ({settings['ab_processes']} a side at "
+            f"the looks, {settings['ab_rounds_per_process']} rounds each); a process's level is "
+            f"the {settings['trim']:.0%}-trimmed mean of its rounds. Student's t over the "
+            f"processes' log levels gives the CI of the change, two-sided at 1 - 2 × "
+            f"{settings['alpha']:g} / {settings['looks']} looks: a regression when it lies above "
+            f"+{settings['ab_floor']:.2%}, unchanged when within ±{settings['ab_min_effect']:.1%}."
+        )
     looks = settings.get("looks", 1)
     level = f"p < {settings['alpha']:g}"
     if looks > 1:

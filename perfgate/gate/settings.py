@@ -57,6 +57,8 @@ TABLE = "tool.perfgate"
 
 # Option groups, by the commands that use them.
 STATS, ROUNDS, PROCESSES, ISA, BASELINE = "stats", "rounds", "processes", "isa", "baseline"
+AB = "ab"  # the process-level same-job A/B, one section per mode it runs in: [tool.perfgate.ab_<mode>]
+AB_MODES = ("device", "leaderboard")
 
 
 class SettingsError(ValueError):
@@ -130,6 +132,67 @@ class Key:
     def help(self) -> str:
         # argparse %-formats help strings: "3%" would break --help
         return f"{self.meaning} ({self.expected})".replace("%", "%%")
+
+
+# The most worker processes a side the last look of a process-level A/B may reach: 5x the
+# shipped device design's 24 (each look's new workers are alive at once, one GPU).
+MAX_AB_PROCESSES = 128
+
+
+def _ab_keys(mode: str) -> tuple[Key, ...]:
+    """The process-level A/B of ``mode`` (perfgate.gate.process_ab, docs/ab-process-level.md)."""
+    section = f"ab_{mode}"
+    return (
+        Key(
+            f"{section}.min_effect",
+            float,
+            0,
+            1,
+            f"{mode}-mode A/B (perfgate ab, experiment): the change it must see; a benchmark "
+            "is unchanged when the CI of its change lies within +- this",
+            AB,
+            lo_open=True,
+            hi_open=True,
+            example=", e.g. 0.01 for 1%",
+        ),
+        Key(
+            f"{section}.floor",
+            float,
+            0,
+            1,
+            f"{mode}-mode A/B: the smallest slowdown that fails, a regression when the CI's "
+            "lower bound is above + this (at most min_effect)",
+            AB,
+            hi_open=True,
+            example=", e.g. 0.0025 for 0.25%",
+        ),
+        Key(
+            f"{section}.processes",
+            int,
+            2,
+            64,
+            f"{mode}-mode A/B: worker processes a side at the first look (the unit the "
+            "statistics replicate over); doubled at each later look for the benchmarks still "
+            "undecided, in new processes",
+            AB,
+        ),
+        Key(
+            f"{section}.looks",
+            int,
+            1,
+            6,
+            f"{mode}-mode A/B: looks at processes x 1, 2, 4, ...; each tests at alpha / looks",
+            AB,
+        ),
+        Key(
+            f"{section}.rounds",
+            int,
+            10,
+            _MAX_ROUNDS,
+            f"{mode}-mode A/B: measured rounds per worker process and benchmark",
+            AB,
+        ),
+    )
 
 
 # Upper bounds: what a user could want, well short of runs that would never end. Rounds: 10,000
@@ -266,6 +329,7 @@ KEYS: tuple[Key, ...] = (
         )
         for mode in MODE_NAMES
     ),
+    *(k for mode in AB_MODES for k in _ab_keys(mode)),
     Key(
         "isa.vgpr_tolerance_abs",
         int,
@@ -398,6 +462,10 @@ class GateSettings:
     source: str  # the file read, and the overridden keys, for messages
     baseline_runs: int  # independent runs update-baselines pools
     processes: Mapping[str, int]  # timing mode -> pytest processes per run
+    # A/B mode -> {min_effect, floor, processes, looks, rounds} ([tool.perfgate.ab_<mode>])
+    ab: Mapping[str, Mapping[str, int | float]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def values(self) -> dict[str, int | float]:
         """Every key by its dotted name: the flat view that reports echo."""
@@ -410,6 +478,7 @@ class GateSettings:
         out["isa.vgpr_tolerance_rel"] = self.isa.vgpr_tolerance_rel
         out["isa.valu_tolerance_rel"] = self.isa.valu_tolerance_rel
         out["baseline_runs"] = self.baseline_runs
+        out.update({f"ab_{m}.{k}": v for m, keys in self.ab.items() for k, v in keys.items()})
         return out
 
 
@@ -474,6 +543,21 @@ def _check_between_keys(
 
     def named(name: str) -> str:
         return f"{name} ({values[name]:g}, {sources[name]})"
+
+    for mode in AB_MODES:
+        floor, band = f"ab_{mode}.floor", f"ab_{mode}.min_effect"
+        first, looks = f"ab_{mode}.processes", f"ab_{mode}.looks"
+        if {floor, band} <= used and values[floor] > values[band]:
+            raise SettingsError(
+                f"{named(floor)} must be <= {named(band)}: a slowdown of the size the gate must "
+                f"see would pass; give a smaller {key(floor).flag} or a larger {key(band).flag}"
+            )
+        if {first, looks} <= used and (values[first] * 2 ** (values[looks] - 1) > MAX_AB_PROCESSES):
+            raise SettingsError(
+                f"{named(first)} x 2 ** ({named(looks)} - 1) must be <= {MAX_AB_PROCESSES}: "
+                f"the last look measures that many worker processes a side; give fewer "
+                f"{key(first).flag} or {key(looks).flag}"
+            )
 
     for mode in _ROUND_MODES:
         rounds, processes = f"rounds.{mode}", f"processes.{mode}"
@@ -632,5 +716,17 @@ def _build(values: Mapping[str, int | float], source: str) -> GateSettings:
         baseline_runs=int(values["baseline_runs"]),
         processes=MappingProxyType(
             {mode: int(values[f"processes.{mode}"]) for mode in _ROUND_MODES}
+        ),
+        ab=MappingProxyType(
+            {
+                mode: MappingProxyType(
+                    {
+                        k.name.split(".", 1)[1]: values[k.name]
+                        for k in KEYS
+                        if k.name.startswith(f"ab_{mode}.")
+                    }
+                )
+                for mode in AB_MODES
+            }
         ),
     )

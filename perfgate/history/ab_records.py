@@ -95,6 +95,8 @@ def _head_results(path: Path, head: Any) -> tuple:
     groups = _groups()
     out = []
     for name, samples in head.items():
+        if isinstance(samples, list) and samples and all(isinstance(x, list) for x in samples):
+            samples = [x for process in samples for x in process]  # process-level A/B: flattened
         ok = isinstance(samples, list) and samples and all(_positive(x) for x in samples)
         if not ok:
             raise RecordError(

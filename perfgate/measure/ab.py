@@ -1,63 +1,209 @@
-"""Same-job A/B: base and head measured interleaved on one GPU, in worker processes of their own.
+"""Same-job A/B: base and head measured on one GPU in worker processes of their own, several a
+side, the worker process being the unit the verdict replicates over (docs/ab-process-level.md).
 
-Each side's worker (:mod:`perfgate.measure.worker`) imports that side's ``kernels`` while the
-timer, the flush, the inputs and the output checks are this checkout's; the two take turns in ABBA
-blocks of rounds (:mod:`perfgate.measure.interleave`), with adaptive looks
-(:mod:`perfgate.measure.adaptive`).
+Each worker (:mod:`perfgate.measure.worker`) imports its side's ``kernels`` while the timer, the
+flush, the inputs and the output checks are this checkout's. The verdict is
+:mod:`perfgate.gate.process_ab`'s, look by look (:func:`perfgate.gate.process_ab.decide`):
+
+- **a look** starts its new workers in one wave (``processes`` a side at the first look, as many
+  again at each later one, so the total doubles), prepares every pending benchmark in each of
+  them one worker at a time (15 prepares at once took 3-7x longer on the H200), measures
+  ``WARMUP_ROUNDS`` discarded and then ``rounds`` rounds of every worker, alternated A1 B1 A2 B2
+  ... in ABBA blocks (:func:`perfgate.measure.interleave.alternate`), and closes its workers
+  together. A worker is measured in one look only: each look's workers are balanced between the
+  sides and interleaved among themselves, so drift between looks cancels.
+- only the benchmarks still undecided go on to the next look.
+
+:func:`measure_look` is shared with ``perfgate experiment`` (which adds injected variants on one
+side); :func:`measure_ab` is ``perfgate ab``'s loop; :func:`run` sets up and tears down both
+sides (worktrees, builds, workers).
 """
 
 from __future__ import annotations
 
 import contextlib
 import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfgate.gate import paths
 from perfgate.revisions import AbError, build, side_env, worktree
 
-
-# -- measuring ----------------------------------------------------------------------------------
-def measure_ab(sides: dict[str, Any], cases: list[dict], settings, rounds: int):
-    """Adaptive interleaved rounds of both sides; (decisions, samples by stream key)."""
-    from perfgate.gate.stats import compare_samples
-    from perfgate.measure import adaptive, interleave
-    from perfgate.measure.worker import PLAIN
-
-    base, head = sides["base"], sides["head"]
-    samples: dict[tuple, list[float]] = {}
-
-    def pair(name: str) -> list[interleave.Stream]:
-        return [interleave.Stream(base, name, PLAIN), interleave.Stream(head, name, PLAIN)]
-
-    def extend(pending: list[str], total: int) -> None:
-        for name in pending:
-            streams = pair(name)
-            have = len(samples.get(streams[0].key, []))
-            interleave.measure(streams, total - have, samples)
-
-    def judge(name: str):
-        a, b = (samples[s.key] for s in pair(name))
-        return compare_samples(a, b, settings, ab=True, looks=settings.looks)
-
-    totals = adaptive.schedule(rounds, settings.looks)
-    decisions = {}
-    for case in cases:  # one case at a time on each side, every look of it before the next
-        for label, side in sides.items():
-            try:
-                side.ask({"op": "prepare", "cases": [case], "levels": []})
-            except interleave.WorkerError as exc:
-                # a wrong or broken head is the pull request's fault: that fails the gate
-                raise AbError(str(exc), 1 if label == "head" else 2) from None
-        decisions.update(adaptive.decide([case["name"]], totals, extend, judge))
-    return decisions, samples
+# Discarded rounds of every worker after a benchmark is prepared (the pytest harness's warm-up
+# pass is min_samples = 10 rounds).
+WARMUP_ROUNDS = 10
 
 
-def run(base_sha: str, head_sha: str | None, selected: list[dict], gate):
-    """Both sides set up (worktrees, builds, workers), measured, and torn down whatever
-    happens; (decisions, samples, each side's prepare info)."""
+@dataclass(frozen=True)
+class SideSpec:
+    """What one side's workers run: their tree and environment, the variants each measures
+    (``plain`` and, in the experiment, injected levels) and the levels to prepare."""
+
+    label: str
+    root: Path
+    env: dict[str, str] = field(default_factory=dict)
+    variants: tuple[str, ...] = ("plain",)
+    levels: tuple[float, ...] = ()
+    submission: Path | None = None  # a submission file the workers time instead of root's kernels
+
+
+class PrepareError(RuntimeError):
+    """A benchmark that a side's worker could not prepare (a wrong output, a broken build)."""
+
+    def __init__(self, side: str, message: str) -> None:
+        super().__init__(message)
+        self.side = side
+
+
+# label -> case -> variant -> one list of round times per worker process, in look order
+Store = dict[str, dict[str, dict[str, list[list[float]]]]]
+
+
+def measure_look(
+    specs: Sequence[SideSpec],
+    new: int,
+    cases: Sequence[dict],
+    rounds: int,
+    store: Store,
+    *,
+    start: Callable[[SideSpec, int], Any],
+    first: int = 0,
+    cycles: dict[str, dict[str, int]] | None = None,
+    on_prepared: Callable[[SideSpec, Any, str, dict], None] | None = None,
+    timings: dict[str, float] | None = None,
+) -> None:
+    """One look: ``new`` fresh workers a side (``start(spec, index)``, index from ``first``),
+    each benchmark of ``cases`` prepared in every worker in turn, then its warm-up and
+    ``rounds`` interleaved rounds, appended to ``store`` as one process per worker; the
+    workers closed together whatever happens. ``cycles`` (case -> variant -> cycles) is passed
+    to the prepares of a side with levels; ``on_prepared(spec, worker, case, answer)`` sees
+    every prepare's answer. ``timings`` receives the seconds spent starting, preparing,
+    measuring and closing."""
     from perfgate.measure import interleave
 
+    if new < 1 or rounds < 1:
+        raise ValueError(f"need new >= 1 workers and rounds >= 1, got {new} and {rounds}")
+    clock = _Clock(timings)
+    started: list[Any] = []
+    try:
+        by_side = []
+        for spec in specs:
+            workers = []
+            for i in range(first, first + new):
+                worker = start(spec, i)
+                started.append(worker)
+                workers.append(worker)
+            by_side.append(workers)
+        clock.lap("start_s")
+        order = interleave.alternate(by_side)
+        spec_of = {id(w): spec for spec, ws in zip(specs, by_side, strict=True) for w in ws}
+        for case in cases:
+            name = case["name"]
+            for worker in order:
+                spec = spec_of[id(worker)]
+                request: dict[str, Any] = {"op": "prepare", "cases": [case], "levels": []}
+                if spec.levels:
+                    request["levels"] = list(spec.levels)
+                    known = (cycles or {}).get(name)
+                    if known:
+                        request["cycles"] = dict(known)
+                try:
+                    answer = worker.ask(request)
+                except interleave.WorkerError as exc:
+                    raise PrepareError(spec.label, str(exc)) from None
+                if on_prepared is not None:
+                    on_prepared(spec, worker, name, answer)
+            clock.lap("prepare_s")
+            streams = [
+                interleave.Stream(w, name, v) for w in order for v in spec_of[id(w)].variants
+            ]
+            interleave.measure(streams, WARMUP_ROUNDS, {})
+            got: dict[tuple, list[float]] = {}
+            interleave.measure(streams, rounds, got)
+            for stream in streams:
+                spec = spec_of[id(stream.side)]
+                by_case = store.setdefault(spec.label, {}).setdefault(name, {})
+                by_case.setdefault(stream.variant, []).append(got[stream.key])
+            clock.lap("rounds_s")
+    finally:
+        interleave.close_all(started)
+        clock.lap("close_s")
+
+
+class _Clock:
+    """Seconds spent per named step, added into ``into`` (when given)."""
+
+    def __init__(self, into: dict[str, float] | None) -> None:
+        self.into, self.last = into, time.monotonic()
+
+    def lap(self, name: str) -> None:
+        now = time.monotonic()
+        if self.into is not None:
+            self.into[name] = self.into.get(name, 0.0) + now - self.last
+        self.last = now
+
+
+def processes_of(store: Store, label: str, case: str, variant: str = "plain") -> list[list[float]]:
+    return store.get(label, {}).get(case, {}).get(variant, [])
+
+
+# -- perfgate ab --------------------------------------------------------------------------------
+def measure_ab(
+    specs: dict[str, SideSpec],
+    cases: list[dict],
+    design,
+    start: Callable[[SideSpec, int], Any],
+    *,
+    on_prepared: Callable | None = None,
+    timings: list | None = None,
+):
+    """The adaptive looks of ``perfgate ab``: (decisions by benchmark, the store). A benchmark
+    that the head cannot prepare is the pull request's fault (AbError, exit 1); the base's is
+    unusable input (exit 2)."""
+    from perfgate.gate import process_ab
+
+    by_name = {c["name"]: c for c in cases}
+    store: Store = {}
+    measured = [0]  # workers a side so far
+
+    def extend(pending: list[str], processes: int, rounds: int) -> None:
+        spent: dict[str, float] = {}
+        try:
+            measure_look(
+                [specs["base"], specs["head"]],
+                processes - measured[0],
+                [by_name[n] for n in pending],
+                rounds,
+                store,
+                start=start,
+                first=measured[0],
+                on_prepared=on_prepared,
+                timings=spent,
+            )
+        except PrepareError as exc:
+            raise AbError(str(exc), 1 if exc.side == "head" else 2) from None
+        measured[0] = processes
+        if timings is not None:
+            timings.append({"processes": processes, "pending": len(pending), **spent})
+
+    def collect(name: str):
+        return processes_of(store, "base", name), processes_of(store, "head", name)
+
+    decisions = process_ab.decide(list(by_name), design, extend, collect)
+    return decisions, store
+
+
+def run(base_sha: str, head_sha: str | None, selected: list[dict], gate, mode: str = "device"):
+    """Both sides set up (worktrees, builds), measured in fresh workers look by look, and torn
+    down whatever happens; (decisions, store, each side's info, the looks' timings)."""
+    from perfgate.gate import process_ab
+    from perfgate.measure import interleave
+
+    design = process_ab.design_for(gate, mode)
+    infos: dict[str, dict] = {"base": {}, "head": {}}
     with contextlib.ExitStack() as stack:
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perfgate-ab-")))
         base_root = stack.enter_context(worktree(base_sha, tmp, "base"))
@@ -65,42 +211,92 @@ def run(base_sha: str, head_sha: str | None, selected: list[dict], gate):
         roots = {"base": (base_root, tmp / "cache-base"), "head": (head_root, None)}
         if head_sha:
             roots["head"] = (head_root, tmp / "cache-head")
-        for label, (root, cache) in roots.items():
-            build(root, cache, label)
-        sides = {}
+        build_both(roots)
+        specs = {}
         for label, (root, cache) in roots.items():
             env = {k: v for k, v in side_env(cache).items() if k == "MXFP4_CACHE_DIR"}
-            side = interleave.SideProcess(label, root, env)
-            stack.callback(side.close)
-            sides[label] = side
+            specs[label] = SideSpec(label, root, env)
+
+        def start(spec: SideSpec, index: int):
+            return interleave.SideProcess(f"{spec.label}{index + 1}", spec.root, spec.env,
+                                          mode=mode)  # fmt: skip
+
+        def on_prepared(spec: SideSpec, worker, case: str, answer: dict) -> None:
+            if "reducer_backend" in answer:
+                infos[spec.label]["reducer_backend"] = answer["reducer_backend"]
+
+        timings: list[dict] = []
         try:
-            decisions, samples = measure_ab(sides, selected, gate.stats, gate.rounds["device"])
+            decisions, store = measure_ab(
+                specs, selected, design, start, on_prepared=on_prepared, timings=timings
+            )
         except interleave.WorkerError as exc:
             raise AbError(str(exc), 2) from None
-        infos = {label: {"reducer_backend": side.reducer_backend} for label, side in sides.items()}
-    return decisions, samples, infos
+    return decisions, store, infos, timings
 
 
 # -- submission files as the sides (ab --base-submission A.py --head-submission B.py) ----------
-def run_submissions(base_file: Path, head_file: Path, selected: list[dict], gate):
-    """:func:`run` for two submission files: one worker each (``--submission FILE``), both in
-    this checkout; (decisions, samples, each side's prepare info and what its worker timed)."""
+def run_submissions(
+    base_file: Path, head_file: Path, selected: list[dict], gate, mode: str = "device"
+):
+    """:func:`run` for two submission files: each side's workers (``--submission FILE``) run in
+    this checkout; (decisions, store, each side's info with what its workers timed, timings)."""
+    from perfgate.gate import process_ab
     from perfgate.measure import interleave
     from perfgate.submission.sides import SubmissionSide
 
-    with contextlib.ExitStack() as stack:
-        sides = {}
-        for label, path in (("base", base_file), ("head", head_file)):
-            side = SubmissionSide(label, path)
-            stack.callback(side.close)
-            sides[label] = side
-        try:
-            described = {label: side.describe() for label, side in sides.items()}
-            decisions, samples = measure_ab(sides, selected, gate.stats, gate.rounds["device"])
-        except interleave.WorkerError as exc:
-            raise AbError(str(exc), 2) from None
-        infos = {
-            label: {"reducer_backend": side.reducer_backend, "timed": described[label]}
-            for label, side in sides.items()
-        }
-    return decisions, samples, infos
+    design = process_ab.design_for(gate, mode)
+    infos: dict[str, dict] = {"base": {}, "head": {}}
+    specs = {
+        label: SideSpec(label, paths.REPO, submission=Path(path))
+        for label, path in (("base", base_file), ("head", head_file))
+    }
+
+    def start(spec: SideSpec, index: int):
+        return SubmissionSide(f"{spec.label}{index + 1}", spec.submission, mode=mode)
+
+    def on_prepared(spec: SideSpec, worker, case: str, answer: dict) -> None:
+        if "reducer_backend" in answer:
+            infos[spec.label]["reducer_backend"] = answer["reducer_backend"]
+        if "timed" not in infos[spec.label]:
+            infos[spec.label]["timed"] = worker.describe()
+
+    timings: list[dict] = []
+    try:
+        decisions, store = measure_ab(
+            specs, selected, design, start, on_prepared=on_prepared, timings=timings
+        )
+    except interleave.WorkerError as exc:
+        raise AbError(str(exc), 2) from None
+    return decisions, store, infos, timings
+
+
+def build_both(roots: dict[str, tuple[Path, Path | None]]) -> None:
+    """Each side's native reducer built at once (separate trees and caches): the slower build
+    is the wait, not their sum. The base's failure is reported first."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(roots)) as pool:
+        futures = [pool.submit(build, root, cache, label) for label, (root, cache) in roots.items()]
+    for future in futures:
+        future.result()
+
+
+def default_groups(mode: str) -> str:
+    """The benchmarks an A/B times unless ``--groups`` says: the leaderboard shapes and the
+    reducers in device mode; in leaderboard mode the whole calls the leaderboard times."""
+    return "leaderboard,reducer" if mode == "device" else "leaderboard"
+
+
+def check_mode_options(overrides: dict[str, Any], mode: str) -> None:
+    """ValueError for an override of another mode's A/B section (``--ab-leaderboard-rounds``
+    with ``--mode device``): it would be ignored, and an ignored option is refused."""
+    from perfgate.gate.settings import key
+
+    for name in overrides:
+        section = name.split(".", 1)[0]
+        if section.startswith("ab_") and section != f"ab_{mode}":
+            raise ValueError(
+                f"{key(name).flag} sets the {section[3:]}-mode A/B; this run is --mode {mode} "
+                f"(its options are --ab-{mode}-...)"
+            )

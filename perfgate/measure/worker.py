@@ -10,14 +10,19 @@ at a time for a block of rounds, so they never run at once and alternate in ABBA
 Protocol: one JSON object per line. Requests on stdin, answers on the process's original stdout
 (anything the code under test prints goes to stderr instead):
 
-- ``{"op": "prepare", "cases": [CASE...], "levels": [0.05, ...]}``: drop what was prepared
+- ``{"op": "prepare", "cases": [CASE...], "levels": [0.05, ...], "cycles": {"0.05": N}}``:
+  drop what was prepared
   before, build every case's inputs (the same seeds as the pytest harness), check every output
   against the reference, capture the graph over the rotated copies, and per injected level one
   more graph of the same calls with a device sleep captured after them, its cycles calibrated in
   a closed loop until the measured slowdown is the level (:mod:`perfgate.measure.inject`). Answer:
   ``{"ok": true, "cases": {id: INFO}}``, INFO holding each level's calibration (cycles, the
-  measured size, the steps). The orchestrators prepare one case at a time, as the pytest
-  harness does.
+  measured size, the steps). ``cycles`` (optional) gives a level's sleep from an earlier
+  worker's calibration instead (:mod:`perfgate.measure.ab_worker`). The orchestrators prepare
+  one case at a time, as the pytest harness does.
+- ``--mode leaderboard``: each round is one whole call (``custom_kernel(data)``) after the
+  leaderboard flush, rotating over the input copies (:mod:`perfgate.measure.ab_worker`); the
+  default ``device`` replays the graph over the copies.
 - ``{"op": "run", "case": ID, "variant": "plain" | "0.05", "rounds": N}``: N rounds, each after
   the cache flush; answer ``{"ok": true, "samples": [seconds per call, ...]}``.
 - ``{"op": "describe"}``: what this worker times, without touching the GPU: ``{"ok": true,
@@ -47,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.measure.clock import flushed_rounds
-from perfgate.measure.flush import gate_flush, rotation_count
+from perfgate.measure.flush import rotation_count
 from perfgate.measure.launch import build_launch, probe_median
 
 # perfgate.catalog and perfgate.measure.harness import kernels: they load after the worker has
@@ -92,18 +97,22 @@ class Bench:
 class Worker:
     """The GPU side of the protocol (imports torch and the revision's kernels)."""
 
-    def __init__(self, submission: Any = None) -> None:
+    def __init__(self, submission: Any = None, mode: str = "device") -> None:
         import torch
 
         from kernels.device import device_info
+        from perfgate.measure.modes import get
 
         self.submission = submission
         self.device = torch.device("cuda")
         self.info = device_info()
-        self.flush = gate_flush(self.info.last_level_cache_bytes, self.device)
-        self.benches: dict[str, Bench] = {}
+        self.mode = mode
+        self.flush = get(mode).flush(self.info.last_level_cache_bytes, self.device)
+        self.benches: dict[str, Any] = {}
 
-    def prepare(self, cases: list[dict[str, Any]], levels: list[float]) -> dict[str, Any]:
+    def prepare(
+        self, cases: list[dict[str, Any]], levels: list[float], cycles: dict | None = None
+    ) -> dict[str, Any]:
         """Replaces the cases prepared before: like the pytest harness, a worker holds one
         benchmark's graph at a time (graphs of other shapes kept alive across later captures
         faulted on the H200: an illegal memory access at the first replay)."""
@@ -115,15 +124,21 @@ class Worker:
         for case in cases:
             copies = rotation_count(case["set_bytes"], self.info.last_level_cache_bytes)
             work = prepare(case_of(case), copies, self.device, self.submission)
-            out[case["name"]] = self._prepare_one(case["name"], work, levels)
+            out[case["name"]] = self._prepare_one(case["name"], work, levels, cycles or {})
         return {"cases": out, "reducer_backend": _reducer_backend(self.submission)}
 
-    def _prepare_one(self, name: str, work: Any, levels: list[float]) -> dict[str, Any]:
+    def _prepare_one(self, name: str, work: Any, levels: list[float], cycles: dict) -> dict:
         import torch
 
-        from perfgate.measure import inject
+        from perfgate.measure import ab_worker, inject
         from perfgate.measure.harness import batched_launch, check_all
 
+        if self.mode in ab_worker.WHOLE_CALL_MODES:
+            named = {variant_name(lv): lv for lv in levels}
+            self.benches[name], info = ab_worker.prepare_whole_call(
+                work, named, self.flush, cycles, PLAIN
+            )
+            return info
         plain = batched_launch(work)  # the plugin's device mode: the same calls and checks
         calls = work.calls
         info: dict[str, Any] = {"calls": len(calls), "launch": plain.kind, "note": plain.note}
@@ -134,22 +149,27 @@ class Worker:
             spc = inject.seconds_per_cycle(*inject.timing_points(self.flush))
             info["seconds_per_cycle"] = spc
             for level in levels:
-                launch, calibration = self._calibrated(calls, plain, replay, spc, level)
+                reused = cycles.get(variant_name(level))
+                launch, calibration = self._calibrated(calls, plain, replay, spc, level, reused)
                 torch.cuda.synchronize()
                 check_all(launch.outputs, work.refs, work.check, f"{launch.kind} launch, {level:g}")
                 injected[variant_name(level)] = launch
-                info[variant_name(level)] = inject.describe(
-                    inject.DeviceSleep(calibration.cycles), calibration
-                ) | {"launch": launch.kind}
+                n = calibration.cycles if calibration else reused
+                info[variant_name(level)] = ab_worker.describe(n, calibration) | {
+                    "launch": launch.kind
+                }
         self.benches[name] = Bench(plain, len(calls), injected)
         return info
 
-    def _calibrated(self, calls, plain, replay: float, spc: float, level: float):
+    def _calibrated(self, calls, plain, replay: float, spc: float, level: float, reused=None):
         """The injected launch whose measured slowdown is ``level`` (inject.closed_loop): each
         step captures the calls and a sleep of the step's cycles, and measures it against the
         plain graph by interleaved replays. Only the kept step's graph stays alive."""
-        from perfgate.measure import inject
+        from perfgate.measure import ab_worker, inject
 
+        if reused is not None:  # an earlier worker's calibration of this case
+            cycles, _ = ab_worker.calibrated(level, replay, spc, lambda n: 0.0, reused)
+            return build_launch(calls, inject.DeviceSleep(cycles)), None
         graphs: dict[int, Any] = {}
 
         def measure(cycles: int) -> float:
@@ -173,7 +193,10 @@ class Worker:
 
     def run(self, name: str, variant: str, rounds: int) -> list[float]:
         bench = self.benches[name]
-        return flushed_rounds(bench.work(variant), self.flush, rounds, calls=bench.calls)
+        samples = flushed_rounds(bench.work(variant), self.flush, rounds, calls=bench.calls)
+        if hasattr(bench, "check"):  # a whole-call bench checks its last timed output
+            bench.check()
+        return samples
 
 
 def _reducer_backend(submission: Any = None) -> str | None:
@@ -215,7 +238,10 @@ def serve(worker_factory, requests, answer, source: dict[str, Any] | None = None
             if worker is None:
                 worker = worker_factory()
             if op == "prepare":
-                answer({"ok": True, **worker.prepare(req["cases"], req.get("levels", []))})
+                reused = {"cycles": req["cycles"]} if req.get("cycles") else {}
+                answer(
+                    {"ok": True, **worker.prepare(req["cases"], req.get("levels", []), **reused)}
+                )
             elif op == "run":
                 samples = worker.run(req["case"], req["variant"], int(req["rounds"]))
                 answer({"ok": True, "samples": samples})
@@ -230,6 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--kernels-root", type=Path, help="time ROOT/kernels (a revision)")
     what.add_argument("--submission", type=Path, metavar="FILE", help="time FILE's custom_kernel")
+    parser.add_argument("--mode", choices=("device", "leaderboard"), default="device")
     args = parser.parse_args(argv)
     # Answers go on the original stdout; whatever the code under test prints goes to stderr.
     proto = os.fdopen(os.dup(1), "w", buffering=1)
@@ -244,11 +271,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"perfgate worker: error: --submission: {exc}", file=sys.stderr)
             return 2
         source = {"source": "submission", **submission.describe()}
-        factory = lambda: Worker(submission)  # noqa: E731
+        factory = lambda: Worker(submission, args.mode)  # noqa: E731
     else:
         use_kernels_from(args.kernels_root)
         source = {"source": "kernels", "kernels_root": str(Path(args.kernels_root).resolve())}
-        factory = Worker
+        factory = lambda: Worker(mode=args.mode)  # noqa: E731
 
     def answer(obj: dict[str, Any]) -> None:
         proto.write(json.dumps(obj) + "\n")

@@ -19,18 +19,29 @@ from perfgate import spawn
 from perfgate.measure import interleave
 
 
-def worker_command(path: Path) -> list[str]:
-    return [sys.executable, "-m", "perfgate.measure.worker", "--submission", str(path)]
+def worker_command(path: Path, mode: str = "device") -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "perfgate.measure.worker",
+        "--submission",
+        str(path),
+        "--mode",
+        mode,
+    ]
 
 
 class SubmissionSide(interleave.SideProcess):
     """One worker process timing ``path``'s ``custom_kernel``; it dies with this process."""
 
-    def __init__(self, label: str, path: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, label: str, path: Path, env: dict[str, str] | None = None, mode: str = "device"
+    ) -> None:
         self.label = label
         self.reducer_backend: str | None = None
+        self._quit_sent = False
         self.proc = spawn.popen(
-            worker_command(Path(path).resolve()),
+            worker_command(Path(path).resolve(), mode),
             cwd=interleave.REPO,
             env=dict(os.environ, **(env or {})),
             stdin=subprocess.PIPE,

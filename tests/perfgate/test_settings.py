@@ -177,12 +177,12 @@ def test_bad_override_names_the_option(overrides, message):
 
 def test_every_command_takes_its_keys_as_options():
     # each command takes the keys it uses, and only those: compare judges with one look against
-    # a stored baseline (no looks, no A/B threshold), ab with ab_min_effect alone (no noise or
-    # drift terms) on device-mode rounds
+    # a stored baseline (no looks, no A/B threshold), ab with its process-level sections
     parser = build_parser()
     stats = [k.flag for k in settings.KEYS if k.group == settings.STATS]
     rounds = [k.flag for k in settings.KEYS if k.group in (settings.ROUNDS, settings.PROCESSES)]
     isa = [k.flag for k in settings.KEYS if k.group == settings.ISA]
+    ab = [k.flag for k in settings.KEYS if k.group == settings.AB]
 
     def without(*flags):
         assert set(flags) <= set(stats)
@@ -196,13 +196,13 @@ def test_every_command_takes_its_keys_as_options():
         "experiment": [],
         "isa": ["--target", "gfx950"],
     }
-    no_threshold_terms = ("--min-effect", "--noise-factor", "--min-effect-drift", "--drift-factor")
     wanted = {
         "compare": without("--looks", "--ab-min-effect"),
         "bench": without("--ab-min-effect") + rounds,
         "update-baselines": without("--looks", "--ab-min-effect") + rounds,
-        "ab": [*without(*no_threshold_terms), "--rounds-device"],
-        "experiment": [*stats, "--rounds-device"],
+        # ab: the process-level A/B's sections at alpha (perfgate.gate.process_ab)
+        "ab": ["--alpha", "--inconclusive-exit", *ab],
+        "experiment": [*stats, "--rounds-device", *ab],
         "isa": isa,
     }
     for command, positional in commands.items():
@@ -299,6 +299,17 @@ RANGES = {
     "isa.vgpr_tolerance_abs": "an int in [0, 512]",
     "isa.vgpr_tolerance_rel": "a fraction in [0, 1)",
     "isa.valu_tolerance_rel": "a fraction in [0, 1)",
+    **{
+        f"ab_{m}.min_effect": "a fraction in (0, 1), e.g. 0.01 for 1%"
+        for m in ("device", "leaderboard")
+    },
+    **{
+        f"ab_{m}.floor": "a fraction in [0, 1), e.g. 0.0025 for 0.25%"
+        for m in ("device", "leaderboard")
+    },
+    **{f"ab_{m}.processes": "an int in [2, 64]" for m in ("device", "leaderboard")},
+    **{f"ab_{m}.looks": "an int in [1, 6]" for m in ("device", "leaderboard")},
+    **{f"ab_{m}.rounds": "an int in [10, 10000]" for m in ("device", "leaderboard")},
 }
 
 
