@@ -17,7 +17,7 @@ import pytest
 from perfgate import catalog
 from perfgate.__main__ import main
 from perfgate.commands import ab as ab_command
-from perfgate.gate.stats import REGRESSION, UNCHANGED, Settings
+from perfgate.gate.stats import REGRESSION, UNCHANGED
 from perfgate.measure import ab as ab_measure
 from perfgate.measure import interleave
 from perfgate.measure import worker as sampler
@@ -205,59 +205,71 @@ def test_a_submission_side_speaks_the_protocol_and_goes_away(tmp_path):
 
 # -- the sides in the A/B loop and the report ---------------------------------------------------
 def test_run_submissions_measures_both_files_and_records_what_each_timed(tmp_path, monkeypatch):
-    a, b = _write(tmp_path, "a.py"), _write(tmp_path, "b.py", FAKE + "# slower\n")
-    seen = {}
+    from perfgate.gate import settings
 
-    def fake_measure(sides_, cases, settings, rounds):
-        seen.update(sides_)
-        assert all(s.proc.poll() is None for s in sides_.values())  # both workers up
+    a, b = _write(tmp_path, "a.py"), _write(tmp_path, "b.py", FAKE + "# slower\n")
+    started = []
+
+    def fake_measure(specs, cases, design, start, *, on_prepared=None, timings=None):
+        # one fresh worker a side, as a look starts them: real processes on the two files
+        for label in ("base", "head"):
+            worker = start(specs[label], 0)
+            started.append(worker)
+            assert worker.proc.poll() is None  # up
+            on_prepared(specs[label], worker, "x", {"reducer_backend": None})
+        for worker in started:
+            worker.close()
         return {"d": 1}, {"s": 2}
 
     monkeypatch.setattr(ab_measure, "measure_ab", fake_measure)
-    gate = argparse.Namespace(stats=Settings(), rounds={"device": 20})
-    decisions, samples, infos = ab_measure.run_submissions(a, b, [], gate)
-    assert (decisions, samples) == ({"d": 1}, {"s": 2})
+    decisions, store, infos, _ = ab_measure.run_submissions(a, b, [], settings.load())
+    assert (decisions, store) == ({"d": 1}, {"s": 2})
+    assert [w.label for w in started] == ["base1", "head1"]
     for label, path in (("base", a), ("head", b)):
         timed = infos[label]["timed"]
         assert (timed["path"], timed["sha256"]) == (
-            str(a if label == "base" else b),
+            str(path),
             hashlib.sha256(path.read_bytes()).hexdigest(),
         )
         assert infos[label]["reducer_backend"] is None
-    assert all(side.proc.poll() is not None for side in seen.values())  # both gone after
+    assert all(w.proc.poll() is not None for w in started)  # both gone after
 
 
 def test_a_worker_failure_is_one_line_and_exit_2(tmp_path, monkeypatch):
+    from perfgate.gate import settings
+
     a, b = _write(tmp_path, "a.py"), _write(tmp_path, "b.py")
 
-    def broken(sides_, cases, settings, rounds):
+    def broken(specs, cases, design, start, *, on_prepared=None, timings=None):
         raise interleave.WorkerError("base: worker exited (1); see its stderr")
 
     monkeypatch.setattr(ab_measure, "measure_ab", broken)
-    gate = argparse.Namespace(stats=Settings(), rounds={"device": 20})
     with pytest.raises(AbError) as info:
-        ab_measure.run_submissions(a, b, [], gate)
+        ab_measure.run_submissions(a, b, [], settings.load())
     assert (str(info.value), info.value.code) == ("base: worker exited (1); see its stderr", 2)
 
 
-def test_the_report_names_both_files(tmp_path):
-    from tests.perfgate.test_ab import FakeSide
+def test_the_report_names_both_files(tmp_path, monkeypatch):
+    from perfgate.gate import settings
+    from perfgate.measure import fingerprint
+    from tests.perfgate.test_ab import DESIGN_FOR, SPECS, starter
 
-    stats = Settings(n_resamples=500)
-    fakes = {"base": FakeSide("base", {}, 1), "head": FakeSide("head", {"slow": 1.05}, 2)}
-    decisions, samples = ab_measure.measure_ab(fakes, [{"name": "slow"}, {"name": "same"}],
-                                               stats, rounds=40)  # fmt: skip
+    gate = settings.load()
+    start = starter({"head": {"slow": 1.05}}, [], offset=0.002)
+    decisions, store = ab_measure.measure_ab(
+        SPECS, [{"name": "slow"}, {"name": "same"}], DESIGN_FOR(gate, "device"), start
+    )
     assert decisions["slow"].result.verdict == REGRESSION
     assert decisions["same"].result.verdict == UNCHANGED
+    monkeypatch.setattr(fingerprint, "collect", lambda: {"device_key": "nvidia-h200"})
     infos = {
         label: {"reducer_backend": None, "timed": {"path": f"/x/{label}.py", "sha256": c * 64}}
         for label, c in (("base", "a"), ("head", "b"))
     }
     args = argparse.Namespace(results_dir=tmp_path, json_out=None, markdown_out=None,
-                              base=None, head=None)  # fmt: skip
-    gate = argparse.Namespace(stats=stats)
+                              base=None, head=None, mode="device")  # fmt: skip
     labels = sides.labels(infos)
-    rc = ab_command.report(args, gate, decisions, samples, infos, "sha256:" + "a" * 64,
+    rc = ab_command.report(args, gate, decisions, store, infos, "sha256:" + "a" * 64,
                            "sha256:" + "b" * 64, labels)  # fmt: skip
     assert rc == 1  # the slower head fails the gate
     markdown = (tmp_path / "ab.md").read_text()
