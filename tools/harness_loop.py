@@ -302,7 +302,8 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    from kernels.shapes import LEADERBOARD, TEST_SHAPES
+    from kernels.shapes import LEADERBOARD as RANKED
+    from kernels.shapes import TEST_SHAPES
     from perfgate.submission.load import SubmissionError, kernel_for
 
     try:
@@ -310,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     except SubmissionError as exc:
         print(f"tools.harness_loop: error: {exc}", file=sys.stderr)
         return 2
-    shapes = LEADERBOARD if args.shapes == "ranked" else TEST_SHAPES
+    shapes = RANKED if args.shapes == "ranked" else TEST_SHAPES
     prepare = _harness_flush(args.flush_gib)
     rows = []
     try:
