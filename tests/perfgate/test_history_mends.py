@@ -43,7 +43,8 @@ def test_ab_and_bisect_share_their_revision_options():
     )
     assert ab["groups"].option_strings == bisect["groups"].option_strings == ["--groups"]
     assert bisect["groups"].default == ",".join(DEFAULT_GROUPS)
-    assert ab["groups"].default is None  # ab's default follows --mode (leaderboard mode: leaderboard)
+    # ab's default follows --mode (leaderboard mode: leaderboard)
+    assert ab["groups"].default is None
     # ab needs --base unless two submission files are compared (checked after parsing)
     assert (ab["base"].required, ab["head"].required) == (False, False)
     assert (bisect["good"].required, bisect["bad"].required) == (True, True)
