@@ -221,18 +221,7 @@ def run(base_sha: str, head_sha: str | None, selected: list[dict], gate, mode: s
             return interleave.SideProcess(f"{spec.label}{index + 1}", spec.root, spec.env,
                                           mode=mode)  # fmt: skip
 
-        def on_prepared(spec: SideSpec, worker, case: str, answer: dict) -> None:
-            if "reducer_backend" in answer:
-                infos[spec.label]["reducer_backend"] = answer["reducer_backend"]
-
-        timings: list[dict] = []
-        try:
-            decisions, store = measure_ab(
-                specs, selected, design, start, on_prepared=on_prepared, timings=timings
-            )
-        except interleave.WorkerError as exc:
-            raise AbError(str(exc), 2) from None
-    return decisions, store, infos, timings
+        return _measure_sides(specs, selected, design, start, infos)
 
 
 # -- submission files as the sides (ab --base-submission A.py --head-submission B.py) ----------
@@ -242,7 +231,6 @@ def run_submissions(
     """:func:`run` for two submission files: each side's workers (``--submission FILE``) run in
     this checkout; (decisions, store, each side's info with what its workers timed, timings)."""
     from perfgate.gate import process_ab
-    from perfgate.measure import interleave
     from perfgate.submission.sides import SubmissionSide
 
     design = process_ab.design_for(gate, mode)
@@ -255,10 +243,18 @@ def run_submissions(
     def start(spec: SideSpec, index: int):
         return SubmissionSide(f"{spec.label}{index + 1}", spec.submission, mode=mode)
 
+    return _measure_sides(specs, selected, design, start, infos, describe=True)
+
+
+def _measure_sides(specs, selected, design, start, infos, *, describe: bool = False):
+    """:func:`measure_ab` with each side's reducer (and, for files, what its worker timed)
+    recorded in ``infos``; a worker that fails is AbError, exit 2."""
+    from perfgate.measure import interleave
+
     def on_prepared(spec: SideSpec, worker, case: str, answer: dict) -> None:
         if "reducer_backend" in answer:
             infos[spec.label]["reducer_backend"] = answer["reducer_backend"]
-        if "timed" not in infos[spec.label]:
+        if describe and "timed" not in infos[spec.label]:
             infos[spec.label]["timed"] = worker.describe()
 
     timings: list[dict] = []
