@@ -126,6 +126,8 @@ def load(path: str | os.PathLike[str]) -> Submission:
         sys.modules["task"] = task
     sys.modules[name] = module  # dataclasses and pickling look modules up by name
     sys.path.insert(0, str(resolved.parent))
+    # no __pycache__ beside the user's file: loading a submission writes nothing where it lies
+    writes_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         spec.loader.exec_module(module)
     except BaseException as exc:
@@ -134,6 +136,7 @@ def load(path: str | os.PathLike[str]) -> Submission:
             raise
         raise SubmissionError(f"{path}: does not import ({_one_line(exc)})") from exc
     finally:
+        sys.dont_write_bytecode = writes_bytecode
         if sys.path and sys.path[0] == str(resolved.parent):
             del sys.path[0]
     kernel = getattr(module, ENTRY, None)

@@ -99,3 +99,22 @@ def test_kernel_for_names_what_is_timed(tmp_path):
     assert kernel((torch.ones(1),)).tolist() == [2.0]
     assert what == {"source": "submission", "path": str(path.resolve()), "sha256": what["sha256"]}
     assert len(what["sha256"]) == 64
+
+
+def test_loading_a_submission_writes_nothing_beside_it(tmp_path, monkeypatch):
+    # with bytecode writing on (the ROCm container's default), importing the file would leave a
+    # __pycache__ in the user's directory: loading must write nothing where the file lies
+    import sys
+
+    from perfgate.submission import load as load_module
+
+    (tmp_path / "helper_mod.py").write_text("VALUE = 3\n")
+    path = tmp_path / "sub.py"
+    path.write_text("import helper_mod\n\ndef custom_kernel(data):\n    return helper_mod.VALUE\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    sub = load_module.load(path)
+    assert sub.custom_kernel(None) == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+    assert sys.dont_write_bytecode is False  # restored
+    sys.modules.pop("helper_mod", None)
