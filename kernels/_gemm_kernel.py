@@ -124,6 +124,7 @@ def gemm_a16wfp4_kernel(
     QUANT_PATH: tl.constexpr,
     EVEN_K: tl.constexpr = False,
     HW_BF16: tl.constexpr = False,
+    CAST_A: tl.constexpr = False,
 ):
     pid = tl.program_id(0)
     pid_k = tl.program_id(1)
@@ -151,7 +152,7 @@ def gemm_a16wfp4_kernel(
         else:
             a = tl.load(a_ptrs, mask=(offs_k < k_end)[None, :], other=0.0)
         # a block holding a NaN gets the E8M0 NaN scale 0xFF: the product makes its row NaN
-        a_q, a_s = quantize_tile(a, BLOCK_M, BLOCK_K, QUANT_PATH)
+        a_q, a_s = quantize_tile(a, BLOCK_M, BLOCK_K, QUANT_PATH, CAST_A=CAST_A)
         b = _load_b_tile(b_ptr, offs_g, k0, k_end, stride_bn, BLOCK_N, BLOCK_K, EVEN_K)
         b_s = _load_b_scales(
             bs_ptr, offs_s, offs_r, k0, k_end, stride_bsn, BLOCK_N, BLOCK_K,

@@ -19,10 +19,16 @@ The e2m1 rounding has three implementations behind ``QUANT_PATH`` (a
   instruction (issue 13, item 5);
 - ``PORTABLE``: the rounding in plain ``tl`` (NVIDIA, and the interpreter's default).
 
-Both plain-``tl`` roundings read the bf16 bits, never ``x.to(tl.float32)`` (Triton's
-interpreter casts bf16 subnormals to the wrong fp32 values): the portable path shifts the bits
-into an fp32 and multiplies by the inverse scale; the model builds the quotient with integer
-exponent arithmetic (:func:`_e2m1_code`), so no subnormal is ever formed.
+Triton's interpreter casts bf16 subnormals to the wrong fp32 values in ``x.to(tl.float32)``
+(0x0003 becomes 2**-127), so what runs there never casts: the portable path shifts the bits into
+an fp32 and multiplies by the inverse scale; the model builds the quotient with integer
+exponent arithmetic (:func:`_e2m1_code`), so no subnormal is ever formed. Compiled, the
+portable path may take the fp32 from the compiler's cast instead (``CAST_A``, the config's
+``quant_widen``): both conversions are exact on a GPU (bf16 is the upper half of an fp32), so
+the codes are the same, but the two schedule differently and each is faster on some tiles
+(docs/kernel-performance.md). The tests enumerate both compiled; on a CPU the cast is checked on
+every pattern but the subnormals, where the interpreter's own conversion is pinned as the one
+thing that differs (tests/test_quant_kernel.py).
 
 **NaN blocks.** A block whose maximum is a NaN gets the E8M0 NaN byte 0xFF (one select per
 block, from the flag above); ``tl.dot_scaled`` turns a 0xFF scale into NaN for the whole block,
@@ -164,19 +170,22 @@ def _packed_gfx950(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, EMULAT
 
 
 @triton.jit
-def _packed_portable(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr):
+def _packed_portable(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, CAST: tl.constexpr):
     """Packed e2m1 bytes (BLOCK_M, BLOCK_K/2) by threshold comparisons in fp32.
 
-    The fp32 value is made from the bf16 bits (a shift: exact everywhere, and what a GPU's cast
-    does), not with ``x.to(tl.float32)``, which Triton's interpreter gets wrong for bf16
-    subnormals (0x0003 becomes 2**-127). The scaling is one fp32 multiply by a power of two,
-    exact for every bf16 input and byte in [0, 253]. (:func:`_e2m1_code`'s integer exponent
-    arithmetic gives the same codes, but costs 12-41% of the GEMM's device time on the H200,
-    where the quantizer is on the instruction-bound path.)"""
+    The fp32 value is made from the bf16 bits by a shift (exact everywhere), or, with ``CAST``
+    (compiled only: see the module docstring), by the compiler's conversion, equally exact on a
+    GPU. The scaling is one fp32 multiply by a power of two, exact for every bf16 input and
+    byte in [0, 253]. (:func:`_e2m1_code`'s integer exponent arithmetic gives the same codes,
+    but costs 12-41% of the GEMM's device time on the H200, where the quantizer is on the
+    instruction-bound path.)"""
     # 2**-e from its exponent bits: 127 - e = 254 - byte, exact for every byte in [0, 253]
     inv_scale = ((254 - byte) << 23).to(tl.float32, bitcast=True)
     bits = x.to(tl.uint16, bitcast=True).to(tl.int32)
-    xf = (bits << 16).to(tl.float32, bitcast=True)
+    if CAST:
+        xf = x.to(tl.float32)
+    else:
+        xf = (bits << 16).to(tl.float32, bitcast=True)
     q = tl.reshape(xf, (BLOCK_M, BLOCK_K // 32, 32)) * inv_scale[:, :, None]
     code = tl.reshape(_e2m1_rne(tl.abs(q)), (BLOCK_M, BLOCK_K)) | ((bits >> 12) & 0x8)
     lo, hi = tl.split(tl.reshape(code, (BLOCK_M, BLOCK_K // 2, 2)))
@@ -190,9 +199,11 @@ def quantize_tile(
     BLOCK_K: tl.constexpr,
     QUANT_PATH: tl.constexpr,
     NAN_BLOCK_CODES: tl.constexpr = False,
+    CAST_A: tl.constexpr = False,
 ):
     """bf16 tile (BLOCK_M, BLOCK_K) -> (packed uint8 (BLOCK_M, BLOCK_K/2), scales uint8
-    (BLOCK_M, BLOCK_K/32)).
+    (BLOCK_M, BLOCK_K/32)). ``CAST_A`` picks the portable path's fp32 conversion (compiled
+    only; the other paths ignore it).
 
     The scales are the oracle's in both modes (0xFF for a block holding a NaN). With
     ``NAN_BLOCK_CODES`` the codes are too; without it a NaN block's codes are stand-ins (see
@@ -213,7 +224,7 @@ def quantize_tile(
     elif QUANT_PATH == _GFX950_EMULATED:
         packed = _packed_gfx950(x, byte, BLOCK_M, BLOCK_K, True)
     else:
-        packed = _packed_portable(x, byte, BLOCK_M, BLOCK_K)
+        packed = _packed_portable(x, byte, BLOCK_M, BLOCK_K, CAST_A)
     if NAN_BLOCK_CODES:
         # NaN elements: magnitude 0, sign kept (the instruction's NaN output is unspecified)
         nan = tl.reshape(bits > _BF16_INF, (BLOCK_M, BLOCK_K // 2, 2))
@@ -243,6 +254,7 @@ def quantize_kernel(
     BLOCK_K: tl.constexpr,
     QUANT_PATH: tl.constexpr,
     NAN_BLOCK_CODES: tl.constexpr = True,
+    CAST_A: tl.constexpr = False,
 ):
     """Standalone quantize: the ``quantize_tile`` the GEMM runs, exposed for testing.
 
@@ -258,7 +270,7 @@ def quantize_kernel(
         mask=mask_m[:, None] & (offs_k < K)[None, :],
         other=0.0,
     )
-    packed, scales = quantize_tile(x, BLOCK_M, BLOCK_K, QUANT_PATH, NAN_BLOCK_CODES)
+    packed, scales = quantize_tile(x, BLOCK_M, BLOCK_K, QUANT_PATH, NAN_BLOCK_CODES, CAST_A)
     offs_q = pid_k * (BLOCK_K // 2) + tl.arange(0, BLOCK_K // 2)
     tl.store(
         q_ptr + offs_m[:, None] * stride_qm + offs_q[None, :],

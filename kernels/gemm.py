@@ -59,7 +59,9 @@ def _kernel_constexprs(
     ``EVEN_K``: BLOCK_K divides K, so every K step is whole and the kernel's loads are unmasked
     (splits are whole BLOCK_K steps, see :func:`kernels.gemm_config.k_per_split`).
     ``HW_BF16``: the output is rounded by the device's RNE conversion, which the interpreter
-    (``compiled=False``) lacks: its cast truncates."""
+    (``compiled=False``) lacks: its cast truncates. ``CAST_A``: the config's ``quant_widen`` is
+    ``"cast"`` and the kernel is compiled (the interpreter's bf16 -> fp32 cast misconverts
+    subnormals, so an interpreted launch always shifts the bits; both are exact compiled)."""
     return {
         "BLOCK_M": cfg.block_m,
         "BLOCK_N": cfg.block_n,
@@ -68,6 +70,7 @@ def _kernel_constexprs(
         "QUANT_PATH": int(quant_path),
         "EVEN_K": k % cfg.block_k == 0,
         "HW_BF16": compiled,
+        "CAST_A": compiled and cfg.quant_widen == "cast",
     }
 
 
@@ -500,7 +503,7 @@ def compile_spec(cfg: GemmConfig, target: str, shape: tuple[int, int, int]) -> C
         "stride_cs": "i32" if split else "constexpr", "stride_cm": "i32", "stride_cn": "constexpr",
         "BLOCK_M": "constexpr", "BLOCK_N": "constexpr", "BLOCK_K": "constexpr",
         "SPLIT_K": "constexpr", "QUANT_PATH": "constexpr", "EVEN_K": "constexpr",
-        "HW_BF16": "constexpr",
+        "HW_BF16": "constexpr", "CAST_A": "constexpr",
     }  # fmt: skip
     constexprs = {
         "stride_ak": 1,

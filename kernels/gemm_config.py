@@ -10,6 +10,9 @@ import math
 from dataclasses import asdict, dataclass
 
 
+QUANT_WIDENINGS = ("shift", "cast")
+
+
 @dataclass(frozen=True)
 class GemmConfig:
     block_m: int
@@ -21,6 +24,12 @@ class GemmConfig:
     # AMD compiler hints; passed to Triton on ROCm only (0 leaves the compiler's default)
     waves_per_eu: int = 0
     matrix_instr_nonkdim: int = 16
+    # How the portable quantizer (NVIDIA) makes A's fp32 values from its bf16 bits: "shift"
+    # (the bit pattern shifted into an fp32) or "cast" (the compiler's bf16 -> fp32
+    # conversion). Both are exact on a GPU and give the same codes; which one schedules faster
+    # depends on the tile (docs/kernel-performance.md). The interpreter always shifts: its cast
+    # misconverts bf16 subnormals (kernels._quant). gfx950's conversion instruction ignores it.
+    quant_widen: str = "shift"
 
     def __post_init__(self) -> None:
         def pow2(v: int) -> bool:
@@ -43,6 +52,7 @@ class GemmConfig:
                 "an int >= 0",
             ),
             ("matrix_instr_nonkdim", self.matrix_instr_nonkdim in (16, 32), "16 or 32"),
+            ("quant_widen", self.quant_widen in QUANT_WIDENINGS, '"shift" or "cast"'),
         ]
         for name, ok, expected in checks:
             if not ok:
@@ -50,7 +60,7 @@ class GemmConfig:
                     f"GemmConfig.{name} must be {expected}, got {getattr(self, name)!r}"
                 )
 
-    def as_dict(self) -> dict[str, int]:
+    def as_dict(self) -> dict[str, int | str]:
         return asdict(self)
 
 

@@ -51,13 +51,18 @@ def quantize_mxfp4_triton(
     block_m: int = 16,
     block_k: int = 256,
     nan_block_codes: bool = True,
+    widen: str = "shift",
 ):
     """Quantize bf16 ``x`` (M, K) with the GEMM's in-kernel quantizer; same contract as the oracle.
 
     ``nan_block_codes=False`` runs the GEMM's own mode, in which a block holding a NaN gets a
     finite stand-in scale and codes (the GEMM poisons the row instead): only blocks without NaN
-    then match the oracle (:mod:`kernels._quant`)."""
+    then match the oracle (:mod:`kernels._quant`). ``widen`` is the portable path's fp32
+    conversion of a GEMM config (:attr:`kernels.gemm_config.GemmConfig.quant_widen`):
+    ``"cast"`` is exact compiled; in the interpreter it misconverts bf16 subnormals (Triton's
+    bug; the GEMM never casts there), which only the tests that pin that bug ask for."""
     from kernels._quant import quantize_kernel
+    from kernels.gemm_config import QUANT_WIDENINGS
 
     if not isinstance(x, torch.Tensor) or x.dtype != torch.bfloat16 or x.dim() != 2:
         raise TypeError(f"x must be a 2-D bfloat16 tensor, got {getattr(x, 'dtype', type(x))}")
@@ -66,6 +71,8 @@ def quantize_mxfp4_triton(
         raise ValueError(f"x.shape[1] (K) must be a multiple of 64, got {k}")
     if x.stride(1) != 1:
         raise ValueError(f"x must have unit column stride, got strides {x.stride()}")
+    if widen not in QUANT_WIDENINGS:
+        raise ValueError(f"widen must be one of {', '.join(QUANT_WIDENINGS)}, got {widen!r}")
     check_kernel_device(x, "x")
     path = check_impl(impl)
     packed = torch.empty((m, k // 2), dtype=torch.uint8, device=x.device)
@@ -76,6 +83,6 @@ def quantize_mxfp4_triton(
     quantize_kernel[grid](
         x, packed, scales, m, k, x.stride(0), packed.stride(0), scales.stride(0),
         BLOCK_M=block_m, BLOCK_K=block_k, QUANT_PATH=int(path),
-        NAN_BLOCK_CODES=bool(nan_block_codes),
+        NAN_BLOCK_CODES=bool(nan_block_codes), CAST_A=widen == "cast",
     )  # fmt: skip
     return packed, scales

@@ -33,6 +33,7 @@ from kernels.shapes import GRID_NK, LEADERBOARD
         ("num_warps", 3, "num_warps must be a power of two"),
         ("num_stages", 0, "num_stages must be an int >= 1"),
         ("matrix_instr_nonkdim", 8, "matrix_instr_nonkdim must be 16 or 32"),
+        ("quant_widen", "round", 'quant_widen must be "shift" or "cast"'),
     ],
 )
 def test_bad_config_is_named(field, value, match):
@@ -185,3 +186,16 @@ REFERENCE_WORKGROUPS = {
 def test_gfx950_table_fills_at_least_the_reference_s_grid():
     for shape, reference in REFERENCE_WORKGROUPS.items():
         assert workgroups(*shape, select_config(*shape, MI355X)) >= reference, shape
+
+
+@pytest.mark.parametrize("widen", ["shift", "cast"])
+@pytest.mark.parametrize("compiled", [True, False])
+def test_the_cast_widening_is_compiled_only(widen, compiled):
+    # The interpreter's bf16 -> fp32 cast misconverts subnormals: an interpreted launch always
+    # shifts; compiled (the launcher and the ISA gate alike), the config decides.
+    from kernels.gemm import _kernel_constexprs
+    from kernels.targets import QuantPath
+
+    cfg = GemmConfig(16, 32, 64, quant_widen=widen)
+    constexprs = _kernel_constexprs(cfg, 1, QuantPath.PORTABLE, 512, compiled=compiled)
+    assert constexprs["CAST_A"] is (compiled and widen == "cast")
