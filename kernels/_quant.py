@@ -182,10 +182,7 @@ def _packed_portable(x, byte, BLOCK_M: tl.constexpr, BLOCK_K: tl.constexpr, CAST
     # 2**-e from its exponent bits: 127 - e = 254 - byte, exact for every byte in [0, 253]
     inv_scale = ((254 - byte) << 23).to(tl.float32, bitcast=True)
     bits = x.to(tl.uint16, bitcast=True).to(tl.int32)
-    if CAST:
-        xf = x.to(tl.float32)
-    else:
-        xf = (bits << 16).to(tl.float32, bitcast=True)
+    xf = x.to(tl.float32) if CAST else (bits << 16).to(tl.float32, bitcast=True)
     q = tl.reshape(xf, (BLOCK_M, BLOCK_K // 32, 32)) * inv_scale[:, :, None]
     code = tl.reshape(_e2m1_rne(tl.abs(q)), (BLOCK_M, BLOCK_K)) | ((bits >> 12) & 0x8)
     lo, hi = tl.split(tl.reshape(code, (BLOCK_M, BLOCK_K // 2, 2)))

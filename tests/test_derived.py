@@ -166,6 +166,11 @@ def test_tuner_candidates_use_the_models_warp_rule(shape):
         assert effective_splits(k, cfg) == cfg.split_k, cfg
     # a long K sweeps sm90's tuned 14-way split, which the reducer specialises
     assert {c.split_k for c in cands} <= {1, *SPECIALISED_SPLITS}
+    # each tile in each widening asked for, the shift alone by default
+    assert {c.quant_widen for c in cands} == {"shift"}
+    both = list(tune.candidates(m, k, ("shift", "cast")))
+    assert [c for c in both if c.quant_widen == "shift"] == cands
+    assert len(both) == 2 * len(cands)
 
 
 def test_tuner_parses_shapes():

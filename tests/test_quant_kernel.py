@@ -216,7 +216,9 @@ def test_the_cast_widening_matches_the_oracle_off_subnormals(device):
     # the CPU wherever the interpreter's conversion is right.
     x = _every_element_at_every_scale()
     x = torch.where(_is_subnormal(x), torch.zeros_like(x), x).to(device)
-    _assert_same_as_oracle(x, QuantPath.PORTABLE, "cast", modes=(False,), tile=_enumeration_tile(device))
+    _assert_same_as_oracle(
+        x, QuantPath.PORTABLE, "cast", modes=(False,), tile=_enumeration_tile(device)
+    )
 
 
 def test_an_unknown_widening_is_refused():

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from kernels import configs
 from kernels.configs import select_config
-from kernels.gemm_config import GemmConfig, effective_splits
+from kernels.gemm_config import QUANT_WIDENINGS, GemmConfig, effective_splits
 from kernels.shapes import LEADERBOARD, GemmShape
 from perfgate.catalog import gemm_set_bytes
 from perfgate.measure.flush import CacheFlush, gate_flush, rotation_count
@@ -37,16 +37,18 @@ def split_candidates(k: int) -> list[int]:
     return [1, 2]
 
 
-def candidates(m: int, k: int) -> Iterator[GemmConfig]:
-    """The swept configs: tiles and split counts, warps by the model's rule, every split real."""
+def candidates(m: int, k: int, widenings: tuple[str, ...] = ("shift",)) -> Iterator[GemmConfig]:
+    """The swept configs: tiles and split counts, warps by the model's rule, every split real;
+    each in every fp32 widening of ``widenings`` (they schedule differently on NVIDIA)."""
     bm = min(64, max(16, 1 << (m - 1).bit_length()))
     for bn in (32, 64, 128):
         for bk in (128, 256):
             for s in split_candidates(k):
                 warps = configs.default_num_warps(bm, bn)
-                cfg = GemmConfig(bm, bn, bk, split_k=s, num_warps=warps)
-                if effective_splits(k, cfg) == s:
-                    yield cfg
+                for widen in widenings:
+                    cfg = GemmConfig(bm, bn, bk, split_k=s, num_warps=warps, quant_widen=widen)
+                    if effective_splits(k, cfg) == s:
+                        yield cfg
 
 
 def copy_bandwidth(flush: CacheFlush) -> float:
@@ -79,7 +81,9 @@ def tune_shape(m: int, n: int, k: int, bandwidth: float, flush: CacheFlush) -> d
     outs = [torch.empty((m, n), dtype=torch.bfloat16, device="cuda") for _ in data]
     ref = reference_gemm(one[0].cpu(), one[3].cpu(), one[4].cpu())
     results = []
-    for cfg in [select_config(m, n, k, info), *candidates(m, k)]:
+    # gfx950's conversion instruction never widens: only the portable quantizer has a choice
+    widenings = ("shift",) if info.vendor == "amd" else QUANT_WIDENINGS
+    for cfg in [select_config(m, n, k, info), *candidates(m, k, widenings)]:
         try:
             got = gemm_a16wfp4(one[0], one[3], one[4], config=cfg)
         except triton.runtime.errors.OutOfResources as exc:
