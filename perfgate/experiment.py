@@ -38,6 +38,13 @@ class Trial:
 
 
 # -- judging (pure: tested on the CPU with synthetic trials) -------------------------------------
+
+
+def level_text(variant: str) -> str:
+    """An injected level as it was given, in percent (``0.0075`` is ``0.75%``, not ``1%``)."""
+    return f"{float(variant) * 100:g}%"
+
+
 def judge_looks(base, cur, settings, totals: list[int], **how):
     """The adaptive verdict on recorded samples: the first look that decides, using only the
     rounds measured so far (``cur[:total]``, and ``base[:total]`` when ``base`` grows with it);
@@ -255,7 +262,7 @@ def render(summary: dict[str, Any]) -> str:
         "| --- | ---: | --- | ---: | --- | ---: | --- |",
     ]
     for r in summary["rows"]:
-        what = "none (false alarms)" if r["variant"] == PLAIN else f"{float(r['variant']):.0%}"
+        what = "none (false alarms)" if r["variant"] == PLAIN else level_text(r["variant"])
         ts = r["true_size"]
         size = "" if ts is None else " / ".join(f"{ts[k]:+.2%}" for k in ("min", "median", "max"))
         lo, hi = r["rate_ci95"]
@@ -285,7 +292,7 @@ def render(summary: dict[str, Any]) -> str:
                     cells.append(
                         f"{b['flagged']}/{b['n']}" + (f" ({lo:.1%}-{hi:.1%})" if b["n"] else "")
                     )
-                lines.append(f"| {mode} | {float(v):.0%} | " + " | ".join(cells) + " |")
+                lines.append(f"| {mode} | {level_text(v)} | " + " | ".join(cells) + " |")
     cal = meta.get("calibration")
     if cal:
         lines += ["", _render_calibration(cal)]
@@ -305,7 +312,7 @@ def _render_calibration(cal: dict[str, dict]) -> str:
         achieved = np.array([c["achieved"] for c in cs])
         steps = [len(c["steps"]) for c in cs]
         parts.append(
-            f"{float(v):.0%}: {sum(c['converged'] for c in cs)}/{len(cs)} converged, "
+            f"{level_text(v)}: {sum(c['converged'] for c in cs)}/{len(cs)} converged, "
             f"{sum(c['floor_limited'] for c in cs)} floor-limited, prepare-time size "
             f"{achieved.min():+.2%}..{achieved.max():+.2%}, steps {min(steps)}-{max(steps)}"
         )

@@ -192,7 +192,7 @@ def summarise(trials, design, levels, injection: str, meta: dict) -> dict[str, A
 
 
 def render(summary: dict[str, Any]) -> str:
-    from perfgate.experiment import _render_calibration
+    from perfgate.experiment import _render_calibration, level_text
 
     meta = summary["meta"]
     d = meta["design"]
@@ -210,7 +210,7 @@ def render(summary: dict[str, Any]) -> str:
         "| --- | ---: | --- | ---: | --- | ---: | --- |",
     ]
     for r in summary["rows"]:
-        what = "none (false alarms)" if r["variant"] == PLAIN else f"{float(r['variant']):.0%}"
+        what = "none (false alarms)" if r["variant"] == PLAIN else level_text(r["variant"])
         ts = r["true_size"]
         size = "" if ts is None else " / ".join(f"{ts[k]:+.2%}" for k in ("min", "median", "max"))
         lo, hi = r["rate_ci95"]
@@ -237,7 +237,7 @@ def render(summary: dict[str, Any]) -> str:
                 cells.append(
                     f"{b['flagged']}/{b['n']}" + (f" ({lo:.1%}-{hi:.1%})" if b["n"] else "")
                 )
-            lines.append(f"| {float(v):.0%} | " + " | ".join(cells) + " |")
+            lines.append(f"| {level_text(v)} | " + " | ".join(cells) + " |")
     lines += [
         "",
         "Per benchmark, measured: the spread of the workers' levels within a verdict and side "
@@ -283,7 +283,7 @@ def run_verdict(
     """One verdict: fresh A and B workers at every look, the pending benchmarks of any level
     measured, each level judged as the gate would judge it alone."""
     from perfgate.gate.paths import REPO
-    from perfgate.measure.ab import SideSpec, measure_look
+    from perfgate.measure.ab import SideSpec, WorkerPool, measure_look, next_wave
 
     injected = tuple(variant_name(lv) for lv in levels)
     variants = [PLAIN, *injected]
@@ -304,26 +304,31 @@ def run_verdict(
 
     store: dict = {}
     measured = 0
-    for look, (processes, rounds) in enumerate(design.schedule(), 1):
-        todo = [c for c in selected if pending[c["name"]]]
-        if not todo:
-            break
-        spent: dict[str, float] = {}
-        measure_look([a, b], processes - measured, todo, rounds, store, start=start,
-                     first=measured, cycles=cycles, on_prepared=on_prepared, timings=spent)  # fmt: skip
-        if timings is not None:
-            timings.append({"verdict": index, "look": look, "pending": len(todo), **spent})
-        for c in todo:
-            t = trials[c["name"]]
-            t.looks += [look] * (processes - measured)
-            t.a = store["A"][c["name"]][PLAIN]
-            t.b = dict(store["B"][c["name"]])
-            last = look == design.looks
-            pending[c["name"]] = [
-                v for v in pending[c["name"]]
-                if not last and judge_trial(t, v, design, injection)[0].verdict == "inconclusive"
-            ]  # fmt: skip
-        measured = processes
+    pool = WorkerPool(start, [a, b])
+    try:
+        for look, (processes, rounds) in enumerate(design.schedule(), 1):
+            todo = [c for c in selected if pending[c["name"]]]
+            if not todo:
+                break
+            spent: dict[str, float] = {}
+            pool.plan(processes, next_wave(design, processes))
+            measure_look([a, b], processes - measured, todo, rounds, store, start=pool,
+                         first=measured, cycles=cycles, on_prepared=on_prepared, timings=spent)  # fmt: skip
+            if timings is not None:
+                timings.append({"verdict": index, "look": look, "pending": len(todo), **spent})
+            for c in todo:
+                t = trials[c["name"]]
+                t.looks += [look] * (processes - measured)
+                t.a = store["A"][c["name"]][PLAIN]
+                t.b = dict(store["B"][c["name"]])
+                last = look == design.looks
+                pending[c["name"]] = [
+                    v for v in pending[c["name"]]
+                    if not last and judge_trial(t, v, design, injection)[0].verdict == "inconclusive"
+                ]  # fmt: skip
+            measured = processes
+    finally:
+        pool.close()
     return list(trials.values())
 
 

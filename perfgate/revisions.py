@@ -79,7 +79,8 @@ def resolve(rev: str) -> str:
 def worktree(commit: str, parent: Path, label: str = "rev") -> Iterator[Path]:
     """``commit`` checked out (detached) under ``parent`` as ``<label>-<commit>``; removed
     afterwards whatever happens. The label keeps two sides of one revision apart (``--base X
-    --head X``, the null check): each gets its own tree, build and cache."""
+    --head X``, the null check): each gets its own tree (and, their reducers being the same, one
+    build: perfgate.measure.ab.build_cache)."""
     path = parent / f"{label}-{commit[:12]}"
     git("worktree", "add", "--detach", "--quiet", str(path), commit)
     try:

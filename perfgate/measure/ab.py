@@ -6,12 +6,16 @@ flush, the inputs and the output checks are this checkout's. The verdict is
 :mod:`perfgate.gate.process_ab`'s, look by look (:func:`perfgate.gate.process_ab.decide`):
 
 - **a look** starts its new workers in one wave (``processes`` a side at the first look, as many
-  again at each later one, so the total doubles), prepares every pending benchmark in each of
-  them one worker at a time (15 prepares at once took 3-7x longer on the H200), measures
-  ``WARMUP_ROUNDS`` discarded and then ``rounds`` rounds of every worker, alternated A1 B1 A2 B2
-  ... in ABBA blocks (:func:`perfgate.measure.interleave.alternate`), and closes its workers
-  together. A worker is measured in one look only: each look's workers are balanced between the
-  sides and interleaved among themselves, so drift between looks cancels.
+  again at each later one, so the total doubles), which warm up side by side (imports, GPU
+  context, Triton runtime); it prepares every pending benchmark in each of them one worker at a
+  time (15 prepares at once took 3-7x longer on the H200), measures ``WARMUP_ROUNDS`` discarded
+  and then ``rounds`` rounds of every worker, alternated A1 B1 A2 B2 ... in ABBA blocks
+  (:func:`perfgate.measure.interleave.alternate`), and closes its workers together. A worker
+  is measured in one look only: each look's workers are balanced between the sides and
+  interleaved among themselves, so drift between looks cancels.
+- **the next wave starts ahead** (:class:`WorkerPool`): while a look prepares, the next look's
+  workers warm up; they are waited for before the look times a round, and closed unused when
+  nothing is left undecided.
 - only the benchmarks still undecided go on to the next look.
 
 :func:`measure_look` is shared with ``perfgate experiment`` (which adds injected variants on one
@@ -88,16 +92,21 @@ def measure_look(
         raise ValueError(f"need new >= 1 workers and rounds >= 1, got {new} and {rounds}")
     clock = _Clock(timings)
     started: list[Any] = []
+    take = getattr(start, "take", start)  # a WorkerPool, or a plain start(spec, index)
     try:
         by_side = []
         for spec in specs:
             workers = []
             for i in range(first, first + new):
-                worker = start(spec, i)
+                worker = take(spec, i)
                 started.append(worker)
                 workers.append(worker)
             by_side.append(workers)
         clock.lap("start_s")
+        for worker in started:
+            _wait_ready(worker)
+        clock.lap("ready_s")
+        _call(start, "ahead")  # the next look's wave warms up while this one prepares
         order = interleave.alternate(by_side)
         spec_of = {id(w): spec for spec, ws in zip(specs, by_side, strict=True) for w in ws}
         for case in cases:
@@ -117,6 +126,8 @@ def measure_look(
                 if on_prepared is not None:
                     on_prepared(spec, worker, name, answer)
             clock.lap("prepare_s")
+            _call(start, "settle")  # no worker warms up while rounds are timed
+            clock.lap("settle_s")
             streams = [
                 interleave.Stream(w, name, v) for w in order for v in spec_of[id(w)].variants
             ]
@@ -131,6 +142,72 @@ def measure_look(
     finally:
         interleave.close_all(started)
         clock.lap("close_s")
+
+
+def _wait_ready(worker: Any) -> None:
+    wait = getattr(worker, "wait_ready", None)
+    if wait is not None:
+        wait()
+
+
+def _call(obj: Any, name: str) -> None:
+    method = getattr(obj, name, None)
+    if method is not None:
+        method()
+
+
+# The most workers a side started ahead of their look: each holds a GPU context and a few
+# hundred MB of host memory, and the waves double (3, 3, 6, 12 new a side by default).
+AHEAD_MAX = 6
+
+
+class WorkerPool:
+    """The workers of one verdict, as :func:`measure_look` takes them (``start=pool``).
+
+    ``start(spec, index)`` makes a worker; a worker starts warming up (imports, GPU context) at
+    once. :meth:`plan` names the next look's wave; :meth:`ahead` (called by measure_look once
+    this look's workers are ready) starts it, so that its start-up overlaps this look's
+    prepares, which time nothing; :meth:`settle` waits for it before any round is timed. The
+    wave is started whether or not a benchmark stays undecided: workers never taken are closed
+    by :meth:`close`. A wave larger than :data:`AHEAD_MAX` a side starts at its own look."""
+
+    def __init__(self, start: Callable[[SideSpec, int], Any], specs: Sequence[SideSpec]) -> None:
+        self._start, self._specs = start, list(specs)
+        self._next: tuple[int, int] | None = None
+        self._ahead: dict[tuple[str, int], Any] = {}
+
+    def plan(self, first: int, new: int) -> None:
+        self._next = (first, new) if 0 < new <= AHEAD_MAX else None
+
+    def take(self, spec: SideSpec, index: int) -> Any:
+        worker = self._ahead.pop((spec.label, index), None)
+        return worker if worker is not None else self._start(spec, index)
+
+    def ahead(self) -> None:
+        if self._next is None:
+            return
+        first, new = self._next
+        self._next = None
+        for spec in self._specs:
+            for i in range(first, first + new):
+                self._ahead[(spec.label, i)] = self._start(spec, i)
+
+    def settle(self) -> None:
+        for worker in self._ahead.values():
+            _wait_ready(worker)
+
+    def close(self) -> None:
+        from perfgate.measure import interleave
+
+        interleave.close_all(list(self._ahead.values()))
+        self._ahead.clear()
+
+
+def next_wave(design: Any, processes: int) -> int:
+    """Workers a side that the look after the one reaching ``processes`` starts (0: none)."""
+    plan = [p for p, _ in design.schedule()]
+    later = [p for p in plan if p > processes]
+    return later[0] - processes if later else 0
 
 
 class _Clock:
@@ -168,17 +245,20 @@ def measure_ab(
     by_name = {c["name"]: c for c in cases}
     store: Store = {}
     measured = [0]  # workers a side so far
+    sides = [specs["base"], specs["head"]]
+    pool = WorkerPool(start, sides)
 
     def extend(pending: list[str], processes: int, rounds: int) -> None:
         spent: dict[str, float] = {}
+        pool.plan(processes, next_wave(design, processes))
         try:
             measure_look(
-                [specs["base"], specs["head"]],
+                sides,
                 processes - measured[0],
                 [by_name[n] for n in pending],
                 rounds,
                 store,
-                start=start,
+                start=pool,
                 first=measured[0],
                 on_prepared=on_prepared,
                 timings=spent,
@@ -192,7 +272,10 @@ def measure_ab(
     def collect(name: str):
         return processes_of(store, "base", name), processes_of(store, "head", name)
 
-    decisions = process_ab.decide(list(by_name), design, extend, collect)
+    try:
+        decisions = process_ab.decide(list(by_name), design, extend, collect)
+    finally:
+        pool.close()
     return decisions, store
 
 
@@ -208,9 +291,9 @@ def run(base_sha: str, head_sha: str | None, selected: list[dict], gate, mode: s
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perfgate-ab-")))
         base_root = stack.enter_context(worktree(base_sha, tmp, "base"))
         head_root = stack.enter_context(worktree(head_sha, tmp, "head")) if head_sha else paths.REPO
-        roots = {"base": (base_root, tmp / "cache-base"), "head": (head_root, None)}
+        roots = {"base": (base_root, build_cache(base_root)), "head": (head_root, None)}
         if head_sha:
-            roots["head"] = (head_root, tmp / "cache-head")
+            roots["head"] = (head_root, build_cache(head_root))
         build_both(roots)
         specs = {}
         for label, (root, cache) in roots.items():
@@ -265,6 +348,24 @@ def _measure_sides(specs, selected, design, start, infos, *, describe: bool = Fa
     except interleave.WorkerError as exc:
         raise AbError(str(exc), 2) from None
     return decisions, store, infos, timings
+
+
+def build_cache(root: Path) -> Path:
+    """Where a revision's native reducer is built: one cache per content of its
+    ``kernels/reducer/`` (sources, build script, loader), kept between runs. A cache serves one
+    build per architecture, so two differing reducers never share one; identical ones always
+    do: a base built once is not built again, and the two sides of ``--base X --head X`` share
+    a build."""
+    import hashlib
+
+    from kernels.reducer.cache import cache_root
+
+    digest = hashlib.sha256()
+    source = root / "kernels" / "reducer"
+    for path in sorted(source.glob("*")) if source.is_dir() else ():
+        if path.is_file():
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return cache_root() / "ab" / digest.hexdigest()[:20]
 
 
 def build_both(roots: dict[str, tuple[Path, Path | None]]) -> None:

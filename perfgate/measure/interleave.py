@@ -58,12 +58,16 @@ class SideProcess:
         *,
         mode: str = "device",
     ) -> None:
-        self.label = label
-        self.reducer_backend: str | None = None
-        self._quit_sent = False
         cmd = [sys.executable, "-m", "perfgate.measure.worker", "--kernels-root", str(kernels_root)]
         if mode != "device":  # whole-call timing (perfgate.measure.ab_worker)
             cmd += ["--mode", mode]
+        self._spawn(label, cmd, env)
+
+    def _spawn(self, label: str, cmd: list[str], env: dict[str, str] | None) -> None:
+        self.label = label
+        self.reducer_backend: str | None = None
+        self._quit_sent = False
+        self._ready = False
         self.proc = spawn.popen(
             cmd,
             cwd=REPO,
@@ -74,7 +78,34 @@ class SideProcess:
             bufsize=1,
         )
 
+    def wait_ready(self) -> None:
+        """Wait for the worker's start-up (imports, the GPU context, the Triton runtime: it
+        warms up on its own as soon as it is started, beside the other workers of its wave),
+        announced by its first line."""
+        if self._ready:
+            return
+        try:
+            line = self.proc.stdout.readline()
+        except (OSError, ValueError) as exc:
+            raise WorkerError(f"{self.label}: worker pipe broke ({exc})") from None
+        if not line:
+            raise WorkerError(
+                f"{self.label}: worker exited ({self._exit_code()}) before it was ready; see its "
+                "stderr"
+            )
+        if "ready" not in json.loads(line):
+            raise WorkerError(f"{self.label}: the worker's first line is not its ready line")
+        self._ready = True
+
+    def _exit_code(self) -> int | None:
+        """The exit status of a worker whose output has ended (it may take a moment to go)."""
+        try:
+            return self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            return None
+
     def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.wait_ready()
         try:
             self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
@@ -82,7 +113,7 @@ class SideProcess:
         except (BrokenPipeError, OSError) as exc:
             raise WorkerError(f"{self.label}: worker pipe broke ({exc})") from None
         if not line:
-            raise WorkerError(f"{self.label}: worker exited ({self.proc.poll()}); see its stderr")
+            raise WorkerError(f"{self.label}: worker exited ({self._exit_code()}); see its stderr")
         answer = json.loads(line)
         if not answer.get("ok"):
             what = request.get("case") or ", ".join(c["name"] for c in request.get("cases", []))

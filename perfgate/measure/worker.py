@@ -8,7 +8,10 @@ test (a git worktree of the base). Both workers sit on the same GPU; the orchest
 at a time for a block of rounds, so they never run at once and alternate in ABBA order.
 
 Protocol: one JSON object per line. Requests on stdin, answers on the process's original stdout
-(anything the code under test prints goes to stderr instead):
+(anything the code under test prints goes to stderr instead). The first line comes unasked,
+``{"ok": true, "ready": true}``, once the worker has warmed up (imports, the GPU context, the
+flush buffer, the Triton runtime's first launch): a look's workers are started together and pay
+that side by side instead of in their first prepare, one after another.
 
 - ``{"op": "prepare", "cases": [CASE...], "levels": [0.05, ...], "cycles": {"0.05": N}}``:
   drop what was prepared
@@ -109,6 +112,20 @@ class Worker:
         self.mode = mode
         self.flush = get(mode).flush(self.info.last_level_cache_bytes, self.device)
         self.benches: dict[str, Any] = {}
+
+    def warm(self) -> None:
+        """What every worker pays once, paid at start-up, while the other workers of its wave
+        start too: the modules a prepare imports and the Triton runtime's first launch."""
+        import torch
+
+        import kernels.gemm  # noqa: F401  (the revision's kernels, or the file's environment)
+        import perfgate.catalog
+        import perfgate.measure.harness  # noqa: F401
+        from perfgate.measure import _triton_warm
+
+        flag = torch.zeros(1, dtype=torch.int32, device=self.device)
+        _triton_warm.touch[(1,)](flag)
+        torch.cuda.synchronize()
 
     def prepare(
         self, cases: list[dict[str, Any]], levels: list[float], cycles: dict | None = None
@@ -281,8 +298,29 @@ def main(argv: list[str] | None = None) -> int:
         proto.write(json.dumps(obj) + "\n")
         proto.flush()
 
+    # Start-up work at once, not at the first request: a look's workers start together and
+    # warm up side by side, then prepare one after another. Where the GPU worker cannot be
+    # made (no GPU), every GPU request answers that error; describe still answers.
+    factory = _warmed(factory)
+    answer({"ok": True, "ready": True})
     serve(factory, sys.stdin, answer, source)
     return 0
+
+
+def _warmed(factory):
+    """``factory``'s worker, made and warmed now; the returned factory gives it (or raises
+    what making it raised)."""
+    try:
+        worker = factory()
+        worker.warm()
+    except Exception as exc:  # the first GPU request reports it, in one line
+        failure = exc
+
+        def failed():
+            raise failure
+
+        return failed
+    return lambda: worker
 
 
 if __name__ == "__main__":

@@ -9,13 +9,10 @@ perfgate and ``kernels`` (the inputs, the reference, the checks); only ``custom_
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from perfgate import spawn
 from perfgate.measure import interleave
 
 
@@ -37,18 +34,7 @@ class SubmissionSide(interleave.SideProcess):
     def __init__(
         self, label: str, path: Path, env: dict[str, str] | None = None, mode: str = "device"
     ) -> None:
-        self.label = label
-        self.reducer_backend: str | None = None
-        self._quit_sent = False
-        self.proc = spawn.popen(
-            worker_command(Path(path).resolve(), mode),
-            cwd=interleave.REPO,
-            env=dict(os.environ, **(env or {})),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-            bufsize=1,
-        )
+        self._spawn(label, worker_command(Path(path).resolve(), mode), env)
 
     def describe(self) -> dict[str, Any]:
         """What the worker loaded, by its own account (path, sha256, POPCORN directives)."""

@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -463,10 +464,16 @@ def test_ab_run_end_to_end_with_fake_workers(tmp_path, monkeypatch):
         assert [(b["name"], b["verdict"]) for b in report["benchmarks"]] == [
             (names[0], "regression")
         ]
-        assert set(modes) == {mode} and len(modes) == 6  # 3 + 3 fresh workers, in that mode
+        # 3 + 3 fresh workers measured, in that mode, and the next look's 3 + 3 started ahead
+        # (warming up during the prepares) and closed unused: the regression was decided
+        assert set(modes) == {mode} and len(modes) == 12
     base_root, base_env = roots["base"]
     assert base_root.name.startswith("base-") and not base_root.exists()  # worktree removed
-    assert base_env["MXFP4_CACHE_DIR"].endswith("cache-base")  # the base's own reducer cache
+    # the base's reducer is built in the cache of its sources' content, kept between runs
+    from kernels.reducer.cache import cache_root
+
+    cache = Path(base_env["MXFP4_CACHE_DIR"])
+    assert cache.parent == cache_root() / "ab" and len(cache.name) == 20
     assert roots["head"][0] == paths.REPO and roots["head"][1] == {}
     assert sorted(label for label, _ in built) == ["base", "base", "head", "head"]
     samples = json.loads((tmp_path / "device" / "ab.samples.json").read_text())
@@ -522,8 +529,14 @@ def test_a_revision_compared_with_itself_passes(tmp_path, monkeypatch, repo):
     assert base_tree and head_tree and base_root != head_root  # two real checkouts
     assert base_root.name.startswith("base-") and head_root.name.startswith("head-")
     assert not base_root.exists() and not head_root.exists()  # both removed
-    assert base_env["MXFP4_CACHE_DIR"] != head_env["MXFP4_CACHE_DIR"]
+    # one revision, one reducer: both sides build into the cache of its content (the second
+    # build finds the first's); a differing reducer gets a cache of its own
+    assert base_env["MXFP4_CACHE_DIR"] == head_env["MXFP4_CACHE_DIR"]
     assert sorted(label for label, *_ in built) == ["base", "head"]
+    other = tmp_path / "other" / "kernels" / "reducer"
+    other.mkdir(parents=True)
+    (other / "splitk_reduce.cu").write_text("// another reducer\n")
+    assert ab_measure.build_cache(other.parents[1]) != Path(base_env["MXFP4_CACHE_DIR"])
     listed = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True)
     assert len(listed.stdout.splitlines()) == 1  # git's list holds the checkout alone again
     head = revisions.resolve("HEAD")

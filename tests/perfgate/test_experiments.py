@@ -481,8 +481,10 @@ def test_a_process_experiment_starts_fresh_workers_for_every_verdict(monkeypatch
     assert _measure_processes(monkeypatch, tmp_path, "--runs", "2", "--inject", "0.03") == 0
     log = ExperimentWorker.log
     starts = [label for what, label, *_ in log if what == "start"]
-    # a verdict decided at its first look: 3 + 3 fresh workers, then 3 + 3 fresh ones again
-    assert starts == ["A1", "A2", "A3", "B1", "B2", "B3"] * 2
+    # a verdict decided at its first look: 3 + 3 fresh workers (and the next look's 3 + 3
+    # started ahead, closed unused), then fresh ones again for the next verdict
+    one = ["A1", "A2", "A3", "B1", "B2", "B3", "A4", "A5", "A6", "B4", "B5", "B6"]
+    assert starts == one * 2
     prepares = [(label, cycles) for what, label, *rest in log if what == "prepare"
                 for _, cycles in [rest]]  # fmt: skip
     assert [p[0] for p in prepares[:6]] == ["A1", "B1", "A2", "B2", "A3", "B3"]  # alternated
@@ -490,8 +492,8 @@ def test_a_process_experiment_starts_fresh_workers_for_every_verdict(monkeypatch
     assert b_cycles[0] is None  # the first B worker calibrates ...
     assert all(c == {"0.03": 100} for c in b_cycles[1:])  # ... every later one reuses it
     # every worker of a verdict is closed before the next verdict starts one
-    second = [i for i, e in enumerate(log) if e[0] == "start"][6]
-    assert sorted(e[1] for e in log[:second] if e[0] == "close") == sorted(starts[:6])
+    second = [i for i, e in enumerate(log) if e[0] == "start"][len(one)]
+    assert sorted(e[1] for e in log[:second] if e[0] == "close") == sorted(one)
     meta = json.loads((tmp_path / "meta.json").read_text())
     assert meta["verdicts"] == 2 and len(meta["verdict_seconds"]) == 2
     assert meta["design"]["processes"] == [3, 6, 12, 24] and meta["design"]["injection"] == "sleep"
@@ -597,3 +599,13 @@ def test_a_bad_process_samples_file_is_one_line_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err == (f"perfgate experiment: error: --reanalyse {tmp_path / 'holed.npz'}: "
                    "v0|x|A|plain lacks some of its 24 processes\n")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("given", "shown"),
+    [("0.005", "0.5%"), ("0.0075", "0.75%"), ("0.01", "1%"), ("0.015", "1.5%"), ("0.2", "20%")],
+)
+def test_an_injected_level_is_reported_as_given(given, shown):
+    from perfgate.experiment import level_text
+
+    assert level_text(given) == shown

@@ -149,6 +149,7 @@ def test_the_worker_loads_the_file_and_says_what_it_times(tmp_path):
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     sha = hashlib.sha256(fake.read_bytes()).hexdigest()
     assert answers == [
+        {"ok": True, "ready": True},  # unasked, once warmed up (here: no GPU to warm)
         {"ok": True, "source": {"source": "submission", "path": str(fake), "sha256": sha}},
         {"ok": True},
     ]
