@@ -402,8 +402,12 @@ def test_k_zero_is_the_empty_sum(device, m, n):
         lambda m, n, dev: torch.zeros(m * n, dtype=torch.bfloat16, device=dev).as_strided(
             (m, n), (n // 2, 1)
         ),
+        # rows overlapping by one element: a row stride of N - 1
+        lambda m, n, dev: torch.zeros(m * n, dtype=torch.bfloat16, device=dev).as_strided(
+            (m, n), (n - 1, 1)
+        ),
     ],
-    ids=["expanded-row", "half-overlap"],
+    ids=["expanded-row", "half-overlap", "one-element-overlap"],
 )
 def test_out_with_overlapping_rows_is_refused(device, make_out):
     a, b, s = _operands(device)
@@ -470,6 +474,55 @@ def test_out_overlapping_an_input_is_refused(device, make, name):
         gemm_a16wfp4(a, b, s, out=out)
     for t, was in zip((room, b, s), before, strict=True):
         assert_bits_equal(t, was, what="an input changed")
+
+
+@pytest.mark.parametrize(
+    ("start", "shared"),
+    [(0, 0), (1, 1), (127, 1), (128, 0)],
+    ids=["adjacent-before", "last-element-is-a-s-first", "first-element-is-a-s-last",
+         "adjacent-after"],
+)  # fmt: skip
+def test_out_sharing_one_element_with_a_is_refused_and_adjacent_is_not(device, start, shared):
+    # The boundaries of the address-range rule, one element either way: A is elements
+    # 128..255 of one buffer; out is the 128 elements from ``start`` (0, 1: before A) or from
+    # ``128 + start`` (127, 128: at A's end).
+    room, b, s = _square(device)
+    flat = torch.zeros(512, dtype=torch.bfloat16, device=device)
+    flat[128:256] = room[:2].flatten()
+    a = flat[128:256].view(2, 64)
+    first = start if start in (0, 1) else 128 + start
+    out = flat[first : first + 128].view(2, 64)
+    if shared:
+        with pytest.raises(ValueError, match="out overlaps A in memory"):
+            gemm_a16wfp4(a, b, s, out=out)
+        assert_bits_equal(a, room[:2], what="A changed")
+    else:
+        assert_bits_equal(gemm_a16wfp4(a, b, s, out=out), gemm_a16wfp4(room[:2].clone(), b, s))
+
+
+def test_out_sharing_one_byte_with_b_shuffle_is_refused(device):
+    # out's last byte is B_shuffle's first, or its first byte B_shuffle's last: bytes, not
+    # elements, decide
+    _, b, s = _square(device)
+    a = _square(device)[0][:2]
+    buf = torch.zeros(256 + b.numel(), dtype=torch.uint8, device=device)
+    buf[255 : 255 + b.numel()] = b.flatten()
+    b_view = buf[255 : 255 + b.numel()].view(b.shape)
+    out = buf[:256].view(torch.bfloat16).view(2, 64)
+    with pytest.raises(ValueError, match="out overlaps B_shuffle in memory"):
+        gemm_a16wfp4(a, b_view, s, out=out)
+    # and out's first byte is B_shuffle's last
+    buf = torch.zeros(b.numel() + 256, dtype=torch.uint8, device=device)
+    buf[1 : 1 + b.numel()] = b.flatten()
+    out = buf[b.numel() : b.numel() + 256].view(torch.bfloat16).view(2, 64)
+    with pytest.raises(ValueError, match="out overlaps B_shuffle in memory"):
+        gemm_a16wfp4(a, buf[1 : 1 + b.numel()].view(b.shape), s, out=out)
+    apart = torch.zeros(2, 64, dtype=torch.bfloat16, device=device)
+    buf2 = torch.zeros(256 + b.numel(), dtype=torch.uint8, device=device)
+    buf2[256:] = b.flatten()
+    out2 = buf2[:256].view(torch.bfloat16).view(2, 64)  # ends right before B_shuffle
+    gemm_a16wfp4(a, buf2[256:].view(b.shape), s, out=out2)
+    assert_bits_equal(out2, gemm_a16wfp4(a, b, s, out=apart))
 
 
 def test_a_bound_launch_still_refuses_an_overlapping_out(device):

@@ -51,7 +51,9 @@ def test_the_next_wave_warms_up_during_the_prepares_and_is_ready_before_any_roun
     design = pa.Design(processes=(2, 4), rounds=20)
     cases = [{"name": "x"}, {"name": "y"}]
     slower = {"head": {"x": 1.1, "y": 1.1}}
-    decisions, _ = ab_measure.measure_ab(SPECS, cases, design, _start(order, started, factors=slower))
+    decisions, _ = ab_measure.measure_ab(
+        SPECS, cases, design, _start(order, started, factors=slower)
+    )
     assert all(d.look == 1 for d in decisions.values())  # decided at once: wave 2 unused
     events = [(w, what) for w, what, *_ in order]
     first = ["base1", "base2", "head1", "head2"]
