@@ -6,7 +6,7 @@
   ``CI``), ``dev`` (50, random, the default elsewhere) and ``thorough`` (1000, random: the
   nightly job). Pick one with ``--hypothesis-profile``. Under ``ci`` every property test is
   seeded from its id and a digest of the code under test (:mod:`tests.seeds`): a rerun of one
-  tree replays its examples, a change to ``kernels/`` or ``perfgate/`` draws new ones. The
+  tree replays its examples, a change to ``kernels/``, ``perfgate/`` or ``tests/`` draws new ones. The
   kernel tests stay at 25 examples (each runs the Triton interpreter); tests that run no
   kernel ask for more (``CHEAP`` in tests/test_mxfp4.py), and the small input spaces are
   enumerated instead of sampled.

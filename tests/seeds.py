@@ -3,8 +3,8 @@ code under test.
 
 Hypothesis' own ``derandomize`` seeds a test from the test's source alone, so CI replayed the
 same 25 examples of a kernel test on every run, whatever the pull request changed. Here each
-property test is seeded from the test's id and a digest of the code under test (``kernels/``
-and ``perfgate/`` sources): a rerun of one tree draws the same examples (a red CI reproduces
+property test is seeded from the test's id and a digest of the code under test and of the
+tests (``kernels/``, ``perfgate/`` and ``tests/`` sources): a rerun of one tree draws the same examples (a red CI reproduces
 locally with ``CI=true``), and every change to the code draws new ones. Setting
 ``MXFP4_HYPOTHESIS_DIGEST`` to the digest a CI log prints replays that run's examples on a tree
 with local edits; a failure's ``@reproduce_failure`` blob replays its one example anywhere.
@@ -17,7 +17,8 @@ import os
 from pathlib import Path
 
 DIGEST_ENV = "MXFP4_HYPOTHESIS_DIGEST"
-SOURCES = ("kernels", "perfgate")
+# the tests too: a changed strategy or test draws new examples, not the old ones again
+SOURCES = ("kernels", "perfgate", "tests")
 SUFFIXES = frozenset({".py", ".cu", ".cuh", ".h", ".hip", ".cpp"})
 
 

@@ -68,17 +68,26 @@ def gemm_cases(draw):
     # 64-column K steps cost the interpreter most (test_lossless_inputs_match_exactly has them)
     block_k = rnd.choice((128, 256))
     split = rnd.random() < 0.5
-    steps = rnd.randint(2 if split else 1, 3 if block_k == 128 else 2)  # K <= 512
+    # K up to 512 mostly; one case in five goes to 768-1024 (4 steps of 256, or 6-8 of 128
+    # split in two to four: what the interpreter can afford of the long-K split path)
+    long_k = rnd.random() < 0.2
+    if long_k:
+        steps = rnd.randint(4, 8 if block_k == 128 else 4)
+    else:
+        steps = rnd.randint(2 if split else 1, 3 if block_k == 128 else 2)
     # a partial last K tile: 64 columns short of whole tiles
     k = block_k * steps - (64 if rnd.random() < 0.5 else 0)
+    # N = 32 .. 160 against tiles of 32, 64, 128: partial N tiles of every kind; the
+    # interpreter pays per program, so N stays small
+    block_n = rnd.choice((32, 64, 128))
     cfg = GemmConfig(
         block_m=rnd.choice((16, 32)),
-        block_n=64,  # N = 32 and 96 leave a partial tile; the interpreter pays per program
+        block_n=block_n,
         block_k=block_k,
         split_k=rnd.randint(2, min(4, steps)) if split else 1,
     )
     m = rnd.randint(1, 24)
-    n = rnd.choice((32, 64, 96))
+    n = rnd.choice((32, 64, 96, 160))
     return m, n, k, cfg, rnd.randrange(2**16)
 
 
@@ -95,6 +104,9 @@ def gemm_case_classes(m: int, n: int, k: int, cfg: GemmConfig) -> set[str]:
         found.add("partial-m-tile")
     if steps >= 3:
         found.add("three-k-steps")
+    if k > 512:
+        found.add("k-above-512")
+    found.add(f"block-n-{cfg.block_n}")
     return found
 
 
@@ -106,6 +118,10 @@ GEMM_CLASS_SHARE = {
     "partial-n-tile": 0.15,
     "partial-m-tile": 0.5,
     "three-k-steps": 0.15,
+    "k-above-512": 0.12,
+    "block-n-32": 0.2,
+    "block-n-64": 0.2,
+    "block-n-128": 0.2,
 }
 
 

@@ -68,9 +68,15 @@ def test_the_code_digest_follows_the_sources_only(tmp_path):
     (tmp_path / "kernels/reducer/r.so").write_bytes(b"build output")
     (tmp_path / "kernels/__pycache__").mkdir()
     (tmp_path / "kernels/__pycache__/a.py").write_text("cache")
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests/t.py").write_text("not the code under test")
-    assert seeds.code_digest(tmp_path) == first  # builds, caches, tests: not sources
+    (tmp_path / "tests/__pycache__").mkdir(parents=True)
+    (tmp_path / "tests/__pycache__/t.py").write_text("cache")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs/d.py").write_text("not a source the tests run")
+    assert seeds.code_digest(tmp_path) == first  # builds, caches, other folders: not sources
+    (tmp_path / "tests/t.py").write_text("a strategy")
+    assert seeds.code_digest(tmp_path) != first  # a test or strategy changed: new examples
+    (tmp_path / "tests/t.py").unlink()
+    assert seeds.code_digest(tmp_path) == first
     for name in ("kernels/reducer/r.cu", "perfgate/b.py"):
         (tmp_path / name).write_text("x = 2\n")
         assert seeds.code_digest(tmp_path) != first, name
