@@ -115,11 +115,16 @@ def test_the_gate_judges_against_it(kept, tmp_path):
     slower["benchmarks"][0]["stats"]["data"] = [
         x * 1.10 for x in slower["benchmarks"][0]["stats"]["data"]
     ]
+    # the history's rule, set apart from the stored gate's defaults so a swap shows
+    import dataclasses
+
+    apart = dataclasses.replace(CFG, gate_min_effect=0.041, gate_drift_factor=4.5)
+    assert (Settings().min_effect_drift, Settings().drift_factor) != (0.041, 4.5)
+    picked = against.gate_settings(Settings(), apart)
+    assert (picked.min_effect_drift, picked.drift_factor) == (0.041, 4.5)
+    given = against.gate_settings(Settings(drift_factor=7.0), apart, given=["drift_factor"])
+    assert (given.min_effect_drift, given.drift_factor) == (0.041, 7.0)  # the command line wins
     stats = against.gate_settings(Settings(), CFG)
-    assert (stats.min_effect_drift, stats.drift_factor) == (
-        CFG.gate_min_effect,
-        CFG.gate_drift_factor,
-    )
     verdicts = {}
     for label, doc in (("unchanged", unchanged), ("slower", slower)):
         cur = tmp_path / f"{label}.json"

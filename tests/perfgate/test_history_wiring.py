@@ -198,7 +198,18 @@ def _append(gpu, n: int, *extra: str) -> None:
         assert main([*argv, *extra, *gpu["dirs"]]) == 0
 
 
-def test_against_history_pools_the_last_runs_of_main(gpu, capsys):
+def test_against_history_pools_the_last_runs_of_main(gpu, capsys, monkeypatch):
+    # the history's threshold rule set apart from the stored gate's (both 0.025 and 3.0 in
+    # pyproject), so that the report shows which table was read
+    import dataclasses
+
+    from perfgate.gate import settings
+    from perfgate.history import config
+
+    history_cfg = dataclasses.replace(CFG, gate_min_effect=0.041, gate_drift_factor=4.5)
+    monkeypatch.setattr(config, "load", lambda path=None: history_cfg)
+    stored = settings.load().stats
+    assert (stored.min_effect_drift, stored.drift_factor) != (0.041, 4.5)
     _append(gpu, CFG.min_runs)
     capsys.readouterr()
     against = ["bench", "--against", "history", "--db", str(gpu["db"]), *gpu["dirs"]]
@@ -209,8 +220,8 @@ def test_against_history_pools_the_last_runs_of_main(gpu, capsys):
     report = json.loads((gpu["tmp"] / "r" / "device.compare.json").read_text())
     assert report["summary"]["baseline"] == str(pooled)
     assert {b["verdict"] for b in report["benchmarks"]} == {"unchanged"}
-    assert report["summary"]["settings"]["min_effect_drift"] == CFG.gate_min_effect
-    assert report["summary"]["settings"]["drift_factor"] == CFG.gate_drift_factor
+    assert report["summary"]["settings"]["min_effect_drift"] == 0.041
+    assert report["summary"]["settings"]["drift_factor"] == 4.5
     data = bl.load(pooled)
     assert all(b["extra_info"][bl.RUNS_KEY]["runs"] == CFG.min_runs for b in data["benchmarks"])
     gpu["factor"] = 1.2
