@@ -95,10 +95,22 @@ class SharedEnv:
         return session.run(str(bin_dir / cmd[0]), *cmd[1:], env=env, external=True, **kwargs)
 
 
+# The byte-for-byte replay test's goldens hold for the numpy, scipy and rich they were recorded
+# with (tests/perfgate/test_replay.py); the CPU env (CI's) installs exactly those, so the replay
+# runs on every push instead of skipping once a newer release appears.
+REPLAY_ENV = Path("tests/perfgate/data/replay/golden/ENV.json")
+
+
+def _replay_pins() -> list[str]:
+    recorded = json.loads(REPLAY_ENV.read_text())
+    return [f"{name}=={recorded[name]}" for name in ("numpy", "scipy", "rich")]
+
+
 def _shared_requirements(kind: str) -> list[list[str]]:
     """The pip install commands that fill an env of ``kind``, in order."""
     torch_first = [[CPU_TORCH, CPU_TRITON]] if kind == "cpu" else []
-    return [*torch_first, ["-e", "."], _extra_requirements(*SHARED_EXTRAS)]
+    pins = _replay_pins() if kind == "cpu" else []
+    return [*torch_first, ["-e", "."], [*_extra_requirements(*SHARED_EXTRAS), *pins]]
 
 
 def _stamp(kind: str) -> str:

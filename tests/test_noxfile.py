@@ -270,3 +270,17 @@ def test_filling_the_env_says_what_it_does(noxfile, tmp_path):
         "step 3/3",
     ]
     assert all("--quiet" not in r for r in _pip_installs(session))
+
+
+def test_the_cpu_env_installs_the_replay_goldens_versions(noxfile, tmp_path):
+    # the byte-for-byte replay holds for the numpy/scipy/rich its goldens were recorded with:
+    # CI's env takes exactly those, read from the goldens' own record
+    import json
+
+    recorded = json.loads((ROOT / "tests/perfgate/data/replay/golden/ENV.json").read_text())
+    session = FakeSession(tmp_path, "test")
+    noxfile.test(session)
+    extras = _pip_installs(session)[-1]
+    for name in ("numpy", "scipy", "rich"):
+        assert f"{name}=={recorded[name]}" in extras, name
+    assert not [r for r in noxfile._shared_requirements("gpu")[-1] if "==" in r and "numpy" in r]
