@@ -25,10 +25,6 @@ from perfgate.submission import export
 
 REPO = Path(__file__).resolve().parents[2]
 THIRD_PARTY = REPO / "tests/perfgate/data/third_party_submission.py"
-# the twin's planted error: the amax is truncated to its power of two, never rounded up, so a
-# block whose amax has a mantissa fraction >= 0.75 gets half the scale and saturates at 6
-RIGHT_RULE = "rounded = (bits + 0x200000) & 0xFF800000"
-WRONG_RULE = "rounded = bits & 0xFF800000"
 
 # One bit flipped in one element: a 1-ulp error that the leaderboard's 1e-2 rule lets through,
 # which the fp4-grid tests (bit for bit) must catch.
@@ -128,11 +124,10 @@ def test_strict_makes_a_departure_fail(tmp_path):
     ]
 
 
-def test_a_file_with_a_wrong_scale_rule_fails_the_leaderboard_tier_naming_the_check(tmp_path):
-    text = THIRD_PARTY.read_text()
-    assert text.count(RIGHT_RULE) == 1
-    wrong = tmp_path / "wrong_scale_rule.py"
-    wrong.write_text(text.replace(RIGHT_RULE, WRONG_RULE))
+def test_a_file_with_a_wrong_scale_rule_fails_the_leaderboard_tier_naming_the_check(
+    wrong_scale_rule,
+):
+    wrong = wrong_scale_rule
     done = _perfgate("submission", "test", str(wrong), "-q")
     assert done.returncode == 1, _tail(done)
     assert done.stdout.splitlines()[-1].startswith("leaderboard: FAIL (10 of 10 checks); strict: ")
