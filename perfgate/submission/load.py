@@ -188,18 +188,23 @@ def probe(path: str | os.PathLike[str], *, timeout_s: float = 900.0) -> None:
         raise SubmissionError(reason.removeprefix("perfgate submission: error: "))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m perfgate.submission.load FILE``: exit 0 when FILE loads, else 2 and one line."""
+def load_argument(argv: list[str] | None, module: str, prog: str) -> Submission | None:
+    """The one FILE of ``python -m MODULE FILE``, loaded; None once the usage or the file's one
+    line (``PROG: error: ...``) is on stderr."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m perfgate.submission.load FILE", file=sys.stderr)
-        return 2
+        print(f"usage: python -m {module} FILE", file=sys.stderr)
+        return None
     try:
-        load(args[0])
+        return load(args[0])
     except SubmissionError as exc:
-        print(f"perfgate submission: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m perfgate.submission.load FILE``: exit 0 when FILE loads, else 2 and one line."""
+    return 0 if load_argument(argv, PROBE_MODULE, "perfgate submission") is not None else 2
 
 
 if __name__ == "__main__":

@@ -34,20 +34,14 @@ _STASH = pytest.StashKey[object]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("perfgate").addoption(
-        OPTION,
-        metavar="FILE",
-        default=None,
-        help="run the submission contract tests (tests/submission/) against FILE's "
+    helps = {
+        (OPTION, "FILE"): "run the submission contract tests (tests/submission/) against FILE's "
         "custom_kernel instead of the package's (perfgate submission test FILE does this)",
-    )
-    parser.getgroup("perfgate").addoption(
-        RESULTS_OPTION,
-        metavar="PATH",
-        default=None,
-        help="write what the submission tests did (tier, outcome, departure of each) as JSON "
-        "to PATH when the session ends",
-    )
+        (RESULTS_OPTION, "PATH"): "write what the submission tests did (tier, outcome, departure "
+        "of each) as JSON to PATH when the session ends",
+    }
+    for (option, metavar), text in helps.items():
+        parser.getgroup("perfgate").addoption(option, metavar=metavar, default=None, help=text)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

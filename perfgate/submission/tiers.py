@@ -288,16 +288,10 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m perfgate.submission.tiers FILE``: the leaderboard tier on this device."""
     import torch
 
-    from perfgate.submission.load import SubmissionError, load
+    from perfgate.submission.load import load_argument
 
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m perfgate.submission.tiers FILE", file=sys.stderr)
-        return 2
-    try:
-        sub = load(args[0])
-    except SubmissionError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
+    sub = load_argument(argv, "perfgate.submission.tiers", PROG)
+    if sub is None:
         return 2
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     calls = 0
@@ -309,12 +303,12 @@ def main(argv: list[str] | None = None) -> int:
         calls += outcome.calls
         if outcome.failure is not None:
             print(
-                f"{PROG}: {args[0]} fails the leaderboard tier: {check.id} {outcome.failure}",
+                f"{PROG}: {sub.path} fails the leaderboard tier: {check.id} {outcome.failure}",
                 file=sys.stderr,
             )
             return 1
     print(
-        f"perfgate: {args[0]} passes the leaderboard tier on {device.type} "
+        f"perfgate: {sub.path} passes the leaderboard tier on {device.type} "
         f"({len(CHECKS)} checks, {calls} calls checked)"
     )
     return 0
