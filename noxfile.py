@@ -335,15 +335,17 @@ def gpu(session: nox.Session) -> None:
     env.run(session, "python", "-m", "kernels.reducer.build", **required)
     env.run(session, "pytest", "-m", "not bench", *pytest_args, **required)
     # What a user submits is what was gated: the one-file export for this GPU, tested as a file
-    # (it lands in .perfgate/results/, which the workflow uploads).
+    # (it lands in .perfgate/results/, which the workflow uploads). --strict: the export is the
+    # package, so both tiers decide (the leaderboard's checks and the suite's exact semantics).
     target = _gpu_target(session, env)
     exported = f".perfgate/results/submission-{target}.py"
     submission = ["python", "-m", "perfgate", "submission"]
     env.run(session, *submission, "export", "--out", exported, "--target", target)
-    env.run(session, *submission, "test", exported, **required)
+    env.run(session, *submission, "test", exported, "--strict", **required)
     # ... and timed: leaderboard mode on the ranked shapes (the reducer group has no meaning for
-    # a file), gated against perf_baselines/<device>/leaderboard-submission.json once one is
-    # recorded (update-baselines --submission FILE --mode leaderboard); until then a warning.
+    # a file; bench runs the leaderboard tier first and never times a file it rejects), gated
+    # against perf_baselines/<device>/leaderboard-submission.json once one is recorded
+    # (update-baselines --submission FILE --mode leaderboard); until then a warning.
     timed = ["bench", "--submission", exported, "--mode", "leaderboard", "--allow-missing-baseline"]
     env.run(session, "python", "-m", "perfgate", *timed, **required)
     env.run(session, "python", "-m", "perfgate", "host", "--gate", **required)

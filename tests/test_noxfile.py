@@ -224,7 +224,15 @@ def test_gpu_is_the_whole_job_in_order(noxfile, tmp_path, monkeypatch, posargs, 
             "--target",
             "sm90",
         ),
-        ("python", "-m", "perfgate", "submission", "test", ".perfgate/results/submission-sm90.py"),
+        (
+            "python",
+            "-m",
+            "perfgate",
+            "submission",
+            "test",
+            ".perfgate/results/submission-sm90.py",
+            "--strict",  # the export is the package: both tiers decide
+        ),
         (
             "python",
             "-m",

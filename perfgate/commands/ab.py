@@ -234,6 +234,10 @@ def _submissions(args: argparse.Namespace, gate) -> int:
         return base.error("ab", exc)
     if not base.gpu_available():
         return base.no_gpu("ab")
+    refused = submission_sides.check_leaderboard_tier(files)
+    if refused is not None:
+        print(f"perfgate ab: error: {refused[1]}", file=sys.stderr)
+        return refused[0]
     try:
         decisions, store, infos, looks = ab.run_submissions(
             files["base"], files["head"], selected, gate, args.mode

@@ -177,6 +177,9 @@ def bench_command(args: argparse.Namespace) -> int:
         return 2
     if not base.gpu_available():
         return base.no_gpu("bench")
+    rc = submission.leaderboard_tier(args, "bench")
+    if rc:
+        return rc
     with timing:
         return max(_bench_mode(mode, args, gate) for mode in session.modes(args.mode))
 
@@ -278,6 +281,9 @@ def update_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    rc = submission.leaderboard_tier(args, "update-baselines")
+    if rc:
+        return rc
     with timing:
         return max(_update_mode(mode, args, gate) for mode in session.modes(args.mode))
 

@@ -11,6 +11,11 @@ What the commands do with the option (perfgate/commands/bench.py calls these):
   ``--perfgate-submission FILE`` through ``PYTEST_ADDOPTS`` (pytest's own variable, appended to
   whatever the user set), so the pytest command lines, the selection and the gate stay the
   package's;
+- :func:`leaderboard_tier` runs the leaderboard tier (:mod:`perfgate.submission.tiers`) on FILE
+  in a fresh process on the GPU before anything is timed: a file the leaderboard would reject
+  is never timed nor recorded as a baseline (exit 1, the failing check named); the strict
+  tier is not checked (a departure from the suite's exact semantics is no reason not to time);
+  every timed output is then checked with the same rule, as for the package;
 - :func:`check_source` refuses to compare a submission's results with a package baseline, or
   with one of a submission recorded from the package, and names both files' sha256 otherwise.
 
@@ -79,6 +84,28 @@ def configure(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any
         raise ValueError(f"{OPTION}: {exc}") from None
     args.submission = str(resolved)
     return pytest_option(resolved)
+
+
+def leaderboard_tier(args: argparse.Namespace, prog: str) -> int:
+    """0 when ``--submission`` is not given or FILE passes the leaderboard tier on this device
+    (its one line printed); 1 when it fails it, 2 when it cannot be used (one line each)."""
+    import sys
+
+    path = getattr(args, "submission", None)
+    if path is None:
+        return 0
+    from perfgate.submission import load, tiers
+
+    print(f"perfgate {prog}: the leaderboard tier on {path} first", flush=True)
+    try:
+        print(tiers.check_file(path), flush=True)
+    except tiers.TierFailure as exc:
+        print(f"perfgate {prog}: {exc}; not timed", file=sys.stderr)
+        return 1
+    except load.SubmissionError as exc:
+        print(f"perfgate {prog}: error: {OPTION}: {exc}", file=sys.stderr)
+        return 2
+    return 0
 
 
 def hint(args: argparse.Namespace) -> str:

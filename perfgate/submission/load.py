@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 ENTRY = "custom_kernel"
+PROBE_MODULE = "perfgate.submission.load"  # python -m PROBE_MODULE FILE: probe()'s child
 _COUNTER = itertools.count()
 
 
@@ -158,38 +159,52 @@ def kernel_for(path: str | os.PathLike[str] | None) -> tuple[Callable[[Any], Any
     return sub.custom_kernel, {"source": "submission", **sub.describe()}
 
 
-def probe(path: str | os.PathLike[str], *, timeout_s: float = 900.0) -> None:
-    """:func:`load` in a fresh Python process; SubmissionError with its one line if it fails."""
+def fresh_process(
+    module: str, path: str | os.PathLike[str], *, timeout_s: float
+) -> subprocess.CompletedProcess:
+    """``python -m MODULE FILE`` in a fresh process, this checkout first on its path, output
+    captured; SubmissionError when it outlasts ``timeout_s`` (it is stopped first)."""
     from perfgate import spawn
 
     resolved = check_path(path)
-    cmd = [sys.executable, "-m", "perfgate.submission.load", str(resolved)]
+    cmd = [sys.executable, "-m", module, str(resolved)]
     root = str(Path(__file__).resolve().parents[2])
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     )
     try:
-        done = spawn.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
+        return spawn.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env)
     except subprocess.TimeoutExpired:
-        raise SubmissionError(f"{path}: importing it took over {timeout_s:.0f} s") from None
+        what = "importing it" if module == PROBE_MODULE else f"{module} on it"
+        raise SubmissionError(f"{path}: {what} took over {timeout_s:.0f} s") from None
+
+
+def probe(path: str | os.PathLike[str], *, timeout_s: float = 900.0) -> None:
+    """:func:`load` in a fresh Python process; SubmissionError with its one line if it fails."""
+    done = fresh_process(PROBE_MODULE, path, timeout_s=timeout_s)
     if done.returncode != 0:
         lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
         reason = lines[-1] if lines else f"the probe exited {done.returncode}"
         raise SubmissionError(reason.removeprefix("perfgate submission: error: "))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """``python -m perfgate.submission.load FILE``: exit 0 when FILE loads, else 2 and one line."""
+def load_argument(argv: list[str] | None, module: str, prog: str) -> Submission | None:
+    """The one FILE of ``python -m MODULE FILE``, loaded; None once the usage or the file's one
+    line (``PROG: error: ...``) is on stderr."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m perfgate.submission.load FILE", file=sys.stderr)
-        return 2
+        print(f"usage: python -m {module} FILE", file=sys.stderr)
+        return None
     try:
-        load(args[0])
+        return load(args[0])
     except SubmissionError as exc:
-        print(f"perfgate submission: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m perfgate.submission.load FILE``: exit 0 when FILE loads, else 2 and one line."""
+    return 0 if load_argument(argv, PROBE_MODULE, "perfgate submission") is not None else 2
 
 
 if __name__ == "__main__":

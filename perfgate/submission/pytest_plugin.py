@@ -7,6 +7,14 @@ package's own ``kernels.gemm.custom_kernel``.
 
 The file is loaded once per session, at its start: a file that does not import, or has no
 ``custom_kernel``, stops the session with one line (a usage error) before any test runs.
+
+The tiers (:mod:`perfgate.submission.tiers`) are markers, ``leaderboard`` and ``strict``, one per
+module of tests/submission/. ``--submission-results PATH`` writes, at the end of the session,
+what ran: every test's tier, outcome, the outputs it checked, its departure (a strict failure's
+class, first differing element and bits) or its one-line error. ``submission test`` reads that
+file: a session that never reached its end (a file that calls ``os._exit(0)``) writes none, and
+is never taken for a pass. Under pytest-xdist the controller writes it, from the reports its
+workers send.
 """
 
 from __future__ import annotations
@@ -17,17 +25,23 @@ from typing import Any
 import pytest
 
 OPTION = "--submission"
+RESULTS_OPTION = "--submission-results"
+TIERS = {
+    "leaderboard": "the submission tier GPU MODE checks (its cases, seeds and rule)",
+    "strict": "the submission tier of the suite's exact semantics (departures)",
+}
 _STASH = pytest.StashKey[object]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.getgroup("perfgate").addoption(
-        OPTION,
-        metavar="FILE",
-        default=None,
-        help="run the submission contract tests (tests/submission/) against FILE's "
+    helps = {
+        (OPTION, "FILE"): "run the submission contract tests (tests/submission/) against FILE's "
         "custom_kernel instead of the package's (perfgate submission test FILE does this)",
-    )
+        (RESULTS_OPTION, "PATH"): "write what the submission tests did (tier, outcome, departure "
+        "of each) as JSON to PATH when the session ends",
+    }
+    for (option, metavar), text in helps.items():
+        parser.getgroup("perfgate").addoption(option, metavar=metavar, default=None, help=text)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -61,3 +75,66 @@ def kernel_under_test(config: pytest.Config) -> Callable[[Any], Any]:
 def custom_kernel(request: pytest.FixtureRequest) -> Callable[[Any], Any]:
     """The ``custom_kernel(data)`` under test: ``--submission FILE``'s, or the package's."""
     return kernel_under_test(request.config)
+
+
+# -- what ran, for submission test ----------------------------------------------------------------
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    from perfgate.submission.tiers import Departure
+
+    if call.excinfo is not None and isinstance(call.excinfo.value, Departure):
+        report.user_properties.append(("departure", call.excinfo.value.as_dict()))
+
+
+def tier_of(keywords: Any) -> str | None:
+    return next((t for t in TIERS if t in keywords), None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for name, text in TIERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
+    path = config.getoption(RESULTS_OPTION)
+    if path is not None and not hasattr(config, "workerinput"):  # xdist: the controller writes
+        config.pluginmanager.register(Results(path), "perfgate-submission-results")
+
+
+class Results:
+    """Collects every tiered test's reports; writes them when the session ends."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.tests: dict[str, dict[str, Any]] = {}
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        tier = tier_of(report.keywords)
+        if tier is None:
+            return
+        entry = self.tests.setdefault(
+            report.nodeid, {"nodeid": report.nodeid, "tier": tier, "outcome": "passed"}
+        )
+        if report.skipped:
+            entry.update(outcome="skipped", reason=_one_line(report.longrepr))
+        elif report.failed:
+            entry.update(outcome="failed" if report.when == "call" else "error",
+                         error=_one_line(report.longrepr))  # fmt: skip
+        for key, value in report.user_properties:
+            if key in ("departure", "calls"):
+                entry[key] = value
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        from perfgate import atomic
+
+        atomic.write_json(self.path, {"complete": True, "exitstatus": int(exitstatus),
+                                      "tests": list(self.tests.values())})  # fmt: skip
+
+
+def _one_line(longrepr: Any) -> str:
+    if isinstance(longrepr, tuple):  # a skip: (file, line, reason)
+        text = str(longrepr[-1]).removeprefix("Skipped: ")
+    else:
+        crash = getattr(longrepr, "reprcrash", None)
+        text = crash.message if crash is not None else str(longrepr)
+        text = text.removeprefix("Failed: ")  # pytest.fail's
+    return " ".join(text.split())[:400]

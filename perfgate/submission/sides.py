@@ -93,6 +93,25 @@ def check_files(args: Any) -> dict[str, Path]:
     return out
 
 
+def check_leaderboard_tier(files: dict[str, Path]) -> tuple[int, str] | None:
+    """The leaderboard tier on both files, each in a fresh process on the GPU, before any timing
+    (:func:`perfgate.submission.tiers.check_file`): None when both pass (their lines printed),
+    else (exit code, one line): a head the leaderboard would reject is the change's fault (1), a
+    base it would reject is unusable input (2). The strict tier is not checked: a departure from
+    the suite's exact semantics is no reason not to time a file."""
+    from perfgate.submission.load import SubmissionError
+    from perfgate.submission.tiers import TierFailure, check_file
+
+    for label, option in (("base", BASE), ("head", HEAD)):
+        try:
+            print(f"perfgate ab: {label}: {check_file(files[label])}", flush=True)
+        except TierFailure as exc:
+            return (1 if label == "head" else 2), f"{option}: {exc}; not timed"
+        except SubmissionError as exc:
+            return 2, f"{option}: {exc}"
+    return None
+
+
 def gemm_cases(selected: list[dict], prog: str = "perfgate ab") -> list[dict]:
     """The GEMM cases of a selection: a submission has no reducer entry point, so reducer cases
     are left out, with a message; ValueError when nothing is left."""

@@ -129,3 +129,27 @@ def _make_result_fixture() -> Callable[..., dict[str, Any]]:
 @pytest.fixture(name="gpu_like")
 def _gpu_like_fixture() -> Callable[..., list[float]]:
     return gpu_like
+
+
+# -- submission files: an independent third-party file and its planted-wrong twin ----------------
+THIRD_PARTY = Path(__file__).parent / "data" / "third_party_submission.py"
+# the twin's planted error: the amax is truncated to its power of two, never rounded up, so a
+# block whose amax has a mantissa fraction >= 0.75 gets half the scale and saturates at 6
+RIGHT_SCALE_RULE = "rounded = (bits + 0x200000) & 0xFF800000"
+WRONG_SCALE_RULE = "rounded = bits & 0xFF800000"
+
+
+@pytest.fixture
+def third_party() -> Path:
+    """tests/perfgate/data/third_party_submission.py: numpy and torch, from the task's facts."""
+    return THIRD_PARTY
+
+
+@pytest.fixture
+def wrong_scale_rule(tmp_path: Path) -> Path:
+    """The third-party file with the amax rounding of its scale rule left out."""
+    text = THIRD_PARTY.read_text()
+    assert text.count(RIGHT_SCALE_RULE) == 1
+    path = tmp_path / "wrong_scale_rule.py"
+    path.write_text(text.replace(RIGHT_SCALE_RULE, WRONG_SCALE_RULE))
+    return path

@@ -1,18 +1,30 @@
-"""``python -m perfgate submission export|test`` end to end on a CPU: the contract tests pass on
-the exported file, fail (exit 1) on a planted wrong submission, and a file that cannot be used
-is exit 2 with one line; ``--submission`` is visible to a whole-tree pytest run (nox -s test)."""
+"""``python -m perfgate submission export|test`` end to end on a CPU.
+
+- the exported file passes both tiers (exit 0); an independent third-party file
+  (tests/perfgate/data/third_party_submission.py: numpy and torch, written from the task's facts)
+  passes the leaderboard tier and departs in the strict tier exactly where its float64 product
+  of a block scaled to 2**126 stays finite (exit 0, the departures listed; exit 1 with
+  ``--strict``); its twin with a wrong scale rule fails the leaderboard tier (exit 1 naming the
+  check); a one-bit plant is a strict departure only;
+- a file that cannot be used, a selection without a leaderboard check, a session the file ends
+  with ``os._exit(0)``: exit 2 with one line;
+- ``--submission`` is visible to a whole-tree pytest run (nox -s test).
+"""
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from perfgate.commands import submission as command
 from perfgate.submission import export
 
 REPO = Path(__file__).resolve().parents[2]
+THIRD_PARTY = REPO / "tests/perfgate/data/third_party_submission.py"
 
 # One bit flipped in one element: a 1-ulp error that the leaderboard's 1e-2 rule lets through,
 # which the fp4-grid tests (bit for bit) must catch.
@@ -25,6 +37,7 @@ def custom_kernel(data):
     out.view(dtype=__import__("torch").int16)[0, 0] ^= 1
     return out
 """
+LEADERBOARD_M4 = "benchmark-m4-n2880-k512"  # the cheapest leaderboard check in the interpreter
 
 
 def _perfgate(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -42,29 +55,121 @@ def exported(tmp_path_factory) -> Path:
     return out
 
 
-def test_the_contract_passes_on_the_exported_file(exported):
+def _tail(done: subprocess.CompletedProcess) -> str:
+    return done.stdout[-3000:] + done.stderr[-2000:]
+
+
+def test_the_exported_file_passes_both_tiers(exported):
     done = _perfgate("submission", "test", str(exported), "-q", "-W", "ignore::RuntimeWarning")
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    assert f"--submission={exported}" in done.stdout and " passed" in done.stdout
+    assert done.returncode == 0, _tail(done)
+    assert f"--submission={exported}" in done.stdout
+    assert done.stdout.splitlines()[-1] == "leaderboard: PASS (10 checks); strict: 0 departures"
+    assert "  no departure\n" in done.stdout
 
 
-def test_a_planted_wrong_submission_fails(tmp_path):
+# What the third-party file does where the reference's semantics are the suite's own: a block
+# holding +-inf (or whose amax rounds to 2**128) has scale 2**126 and code 6, and its float64
+# product 6 * 2**126 * b stays finite (or is a finite bf16 after rounding), where the reference
+# (an fp32 operand, as tl.dot_scaled) makes it +-inf, or NaN against a zero weight.
+DEPARTURES = {
+    "test_inf_classes_match_the_reference[+inf]":
+        ("inf class +inf", "(0, 2)", "0xC321", "0xFFFF", "62/256"),
+    "test_inf_classes_match_the_reference[-inf]":
+        ("inf class -inf", "(1, 2)", "0x4284", "0xFFFF", "19/256"),
+    "test_inf_classes_match_the_reference[opposite-infs]":
+        ("inf class opposite-infs", "(0, 0)", "0x7F80", "0xFFFF", "64/256"),
+    "test_inf_classes_match_the_reference[scale-2^126]":
+        ("inf class scale-2^126", "(0, 2)", "0xC321", "0xFFFF", "73/256"),
+    "test_nan_and_inf_rows_with_long_k":
+        ("NaN and inf rows, long K", "(1, 2)", "0xC586", "0xFFFF", "126/256"),
+}  # fmt: skip
+
+
+def _departure_rows(stdout: str) -> dict[str, tuple[str, ...]]:
+    table = stdout.partition("strict tier: the suite's exact semantics\n")[2].splitlines()
+    header, rows = table[0], []
+    for line in table[1:]:
+        if not line.startswith("  test_"):
+            break
+        rows.append(line)
+    starts = [header.index(h) for h in ("class", "first element", "got", "want", "differ")]
+    out = {}
+    for line in rows:
+        name = line[: starts[0]].strip()
+        cuts = [*starts, len(line)]
+        out[name] = tuple(line[a:b].strip() for a, b in itertools.pairwise(cuts))[:5]
+    return out
+
+
+def test_an_independent_file_passes_the_leaderboard_and_lists_its_departures():
+    done = _perfgate("submission", "test", str(THIRD_PARTY), "-q")
+    assert done.returncode == 0, _tail(done)
+    assert _departure_rows(done.stdout) == DEPARTURES
+    assert "  15 held, 10 skipped\n" in done.stdout  # test_task_shapes: a GPU's
+    assert done.stdout.splitlines()[-1] == "leaderboard: PASS (10 checks); strict: 5 departures"
+    assert done.stderr == ""
+
+
+def test_strict_makes_a_departure_fail(tmp_path):
+    # the third-party file's first departure only, and the cheapest leaderboard check
+    args = ["-q", "-k", f"{LEADERBOARD_M4} or inf_classes and +inf"]
+    done = _perfgate("submission", "test", str(THIRD_PARTY), "--strict", *args)
+    assert done.returncode == 1, _tail(done)
+    assert done.stdout.splitlines()[-1] == (
+        "leaderboard: PASS (1 check); strict: 1 departure (--strict: FAIL)"
+    )
+    assert done.stderr.splitlines() == [
+        f"perfgate submission test: {THIRD_PARTY} departs from the strict tier (--strict): "
+        "1 departure, first test_inf_classes_match_the_reference[+inf]"
+    ]
+
+
+def test_a_file_with_a_wrong_scale_rule_fails_the_leaderboard_tier_naming_the_check(
+    wrong_scale_rule,
+):
+    wrong = wrong_scale_rule
+    done = _perfgate("submission", "test", str(wrong), "-q")
+    assert done.returncode == 1, _tail(done)
+    assert done.stdout.splitlines()[-1].startswith("leaderboard: FAIL (10 of 10 checks); strict: ")
+    assert (
+        "  test-m8-n2112-k7168-seed124          1                FAIL: test-m8-n2112-k7168: "
+        "seed 124: " in done.stdout
+    )
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(
+        f"perfgate submission test: {wrong} fails the leaderboard tier: "
+        "test_the_harness_accepts_the_output[benchmark-m16-n2112-k7168-seed15]: "
+        "benchmark-m16-n2112-k7168: seed 15: "
+    ), line
+    assert " elements mismatched; first (0, " in line
+
+
+def test_a_one_bit_plant_is_a_strict_departure_only(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text(PLANTED)
-    done = _perfgate("submission", "test", str(planted), "-q", "-k", "fp4_grid and 1-64-64")
-    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-2000:]
-    assert (
-        "FAILED tests/submission/test_submission_contract.py::test_fp4_grid_inputs_match_exactly"
-        in done.stdout
-    )
-    assert (
-        done.stderr.strip().splitlines()[-1]
-        == f"perfgate submission test: {planted} failed the contract"
+    args = ["-q", "-k", f"fp4_grid and 1-64-64 or {LEADERBOARD_M4}"]
+    done = _perfgate("submission", "test", str(planted), *args)
+    assert done.returncode == 0, _tail(done)
+    rows = _departure_rows(done.stdout)
+    assert list(rows) == ["test_fp4_grid_inputs_match_exactly[1-64-64]"]
+    cls, element, got, want, differ = rows["test_fp4_grid_inputs_match_exactly[1-64-64]"]
+    assert (cls, element, differ) == ("fp4-grid inputs (exact sums)", "(0, 0)", "1/64")
+    assert int(got, 16) ^ int(want, 16) == 1  # the planted bit
+    assert done.stdout.splitlines()[-1] == "leaderboard: PASS (1 check); strict: 1 departure"
+
+
+def test_a_file_without_custom_kernel_is_exit_2_with_one_line(tmp_path):
+    bad = tmp_path / "no_kernel.py"
+    bad.write_text("def kernel(data):\n    return data[0]\n")
+    done = _perfgate("submission", "test", str(bad))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"perfgate submission test: error: {bad}: defines no custom_kernel "
+        "(the leaderboard calls custom_kernel(data))\n"
     )
 
 
 def test_an_unusable_file_is_exit_2_with_one_line(tmp_path):
-    # (a file without custom_kernel: tests/perfgate/test_submission_load.py, through the probe)
     bad = tmp_path / "bad.py"
     bad.write_text("import no_such_module_h23\n")
     done = _perfgate("submission", "test", str(bad))
@@ -73,6 +178,46 @@ def test_an_unusable_file_is_exit_2_with_one_line(tmp_path):
     assert done.stderr.startswith(
         f"perfgate submission test: error: {bad}: does not import (ModuleNotFoundError: No module"
     )
+
+
+def test_a_selection_without_a_leaderboard_check_is_no_verdict():
+    done = _perfgate("submission", "test", str(THIRD_PARTY), "-q", "-k", "inputs_are_never")
+    assert done.returncode == 2, _tail(done)
+    assert done.stderr.splitlines() == [
+        "perfgate submission test: error: no leaderboard check ran (the selection left none): "
+        "the leaderboard's verdict is unknown; select at least one test of "
+        "tests/submission/test_leaderboard.py"
+    ]
+    done = _perfgate("submission", "test", str(THIRD_PARTY), "-q", "-k", "no_such_test_h29")
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "perfgate submission test: error: the pytest selection matched no contract test"
+    )
+
+
+def test_a_file_that_ends_the_process_never_passes(tmp_path):
+    # os._exit(0) in custom_kernel: pytest's exit status is 0, but the session never ended
+    quits = tmp_path / "quits.py"
+    quits.write_text("import os\n\n\ndef custom_kernel(data):\n    os._exit(0)\n")
+    done = _perfgate("submission", "test", str(quits), "-q")
+    assert done.returncode == 2, _tail(done)
+    assert done.stderr.splitlines() == [
+        "perfgate submission test: error: pytest exited 0 but the session never reached its end "
+        f"(no results written): {quits} or a test ended the process; no verdict"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "strict", "rest"),
+    [
+        ([], False, []),
+        (["-x", "--strict", "-k", "inf"], True, ["-x", "-k", "inf"]),
+        (["-x", "--", "--strict"], False, ["-x", "--strict"]),  # after --: pytest's
+        (["--", "-q"], False, ["-q"]),
+    ],
+)
+def test_strict_before_a_double_dash_is_the_commands(args, strict, rest):
+    assert command.split_args(args) == (strict, rest)
 
 
 def test_bad_export_arguments_are_exit_2(tmp_path):

@@ -1,7 +1,6 @@
 """The tools around submission files, on a CPU: ``tools.slow_submission`` (one ranked shape's
-tuned config replaced, nothing else; both files load in one process), ``tools.harness_loop``'s
-markdown table and its refusals, and the import probe's child process (perfgate.spawn: stopped
-on a timeout, never left running)."""
+tuned config replaced, nothing else; both files load in one process) and the import probe's
+child process (perfgate.spawn: stopped on a timeout, never left running)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import pytest
 
 from perfgate import spawn
 from perfgate.submission import export, load
-from tools import harness_loop, slow_submission
+from tools import slow_submission
 
 SHAPE = (16, 2112, 7168)
 
@@ -91,32 +90,6 @@ def test_shape_arguments():
     assert slow_submission.parse_shape("64x7168x2048") == (64, 7168, 2048)
     with pytest.raises(Exception, match="--shape must be MxNxK"):
         slow_submission.parse_shape("64x7168")
-
-
-# -- tools.harness_loop's table -------------------------------------------------------------------
-def test_the_markdown_table_names_what_was_timed():
-    outcome = harness_loop.Outcome(harness_loop.stats([1000.0, 1100.0, 900.0]), "error", (1, 2, 3))
-    rows = [harness_loop.row("m4-n2880-k512", outcome, [1000.0, 1020.0])]
-    table = harness_loop.format_table(rows, "NVIDIA H200")
-    args = harness_loop.argparse.Namespace(flush_gib=62.5, rounds=100, shapes="ranked")
-    what = {"source": "submission", "path": "/x/sub.py", "sha256": "c" * 64}
-    text = harness_loop.markdown(table, what, args)
-    lines = text.splitlines()
-    assert lines[0] == "### GPU MODE harness loop vs perfgate leaderboard mode (NVIDIA H200; us)"
-    assert lines[2] == (
-        f"custom_kernel of `/x/sub.py` (sha256 `{'c' * 16}`); harness flush 62.5 GiB, "
-        "leaderboard mode 100 rounds after 5 untimed, shapes ranked."
-    )
-    assert lines[4:] == table.splitlines()[1:]
-    assert "| m4-n2880-k512 | 1.000 | 3 | error |" in text
-
-
-def test_the_table_is_never_written_over_the_submission(tmp_path, capsys):
-    sub = tmp_path / "sub.py"
-    with pytest.raises(SystemExit) as info:
-        harness_loop.main(["--submission", str(sub), "--markdown", str(sub)])
-    assert info.value.code == 2
-    assert "--json/--markdown must not name the --submission file" in capsys.readouterr().err
 
 
 # -- the import probe's child ---------------------------------------------------------------------
