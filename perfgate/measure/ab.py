@@ -102,11 +102,11 @@ def measure_look(
                 started.append(worker)
                 workers.append(worker)
             by_side.append(workers)
+        _call(start, "ahead")  # the next look's wave warms up beside this one, then as it prepares
         clock.lap("start_s")
         for worker in started:
             _wait_ready(worker)
         clock.lap("ready_s")
-        _call(start, "ahead")  # the next look's wave warms up while this one prepares
         order = interleave.alternate(by_side)
         spec_of = {id(w): spec for spec, ws in zip(specs, by_side, strict=True) for w in ws}
         for case in cases:
@@ -140,7 +140,11 @@ def measure_look(
                 by_case.setdefault(stream.variant, []).append(got[stream.key])
             clock.lap("rounds_s")
     finally:
-        interleave.close_all(started)
+        retire = getattr(start, "retire", None)
+        if retire is not None:
+            retire(started)  # asked to quit now, their exits waited for before the next rounds
+        else:
+            interleave.close_all(started)
         clock.lap("close_s")
 
 
@@ -156,25 +160,30 @@ def _call(obj: Any, name: str) -> None:
         method()
 
 
-# The most workers a side started ahead of their look: each holds a GPU context and a few
-# hundred MB of host memory, and the waves double (3, 3, 6, 12 new a side by default).
-AHEAD_MAX = 6
+# The most workers a side started ahead of their look: each holds a GPU context and 1-2 GB of
+# host memory, and the waves double (3, 3, 6, 12 new a side by default): at most 36 processes
+# are alive at once (the third look's 12 and the fourth's 24).
+AHEAD_MAX = 12
 
 
 class WorkerPool:
     """The workers of one verdict, as :func:`measure_look` takes them (``start=pool``).
 
     ``start(spec, index)`` makes a worker; a worker starts warming up (imports, GPU context) at
-    once. :meth:`plan` names the next look's wave; :meth:`ahead` (called by measure_look once
-    this look's workers are ready) starts it, so that its start-up overlaps this look's
-    prepares, which time nothing; :meth:`settle` waits for it before any round is timed. The
-    wave is started whether or not a benchmark stays undecided: workers never taken are closed
-    by :meth:`close`. A wave larger than :data:`AHEAD_MAX` a side starts at its own look."""
+    once. :meth:`plan` names the next look's wave; :meth:`ahead` (called by measure_look as
+    soon as this look's workers are started) starts it, so that its start-up overlaps this
+    look's own and its prepares, which time nothing; :meth:`settle` waits for it before any
+    round is timed. The wave is started whether or not a benchmark stays undecided: workers
+    never taken are closed by :meth:`close`. A wave larger than :data:`AHEAD_MAX` a side starts
+    at its own look. When a look ends its workers are retired (:meth:`retire`): asked to quit
+    at once, their exits (a second or two of teardown) waited for by the next :meth:`settle`, while the
+    next look prepares."""
 
     def __init__(self, start: Callable[[SideSpec, int], Any], specs: Sequence[SideSpec]) -> None:
         self._start, self._specs = start, list(specs)
         self._next: tuple[int, int] | None = None
         self._ahead: dict[tuple[str, int], Any] = {}
+        self._closing: list[Any] = []
 
     def plan(self, first: int, new: int) -> None:
         self._next = (first, new) if 0 < new <= AHEAD_MAX else None
@@ -192,15 +201,28 @@ class WorkerPool:
             for i in range(first, first + new):
                 self._ahead[(spec.label, i)] = self._start(spec, i)
 
+    def retire(self, workers: Sequence[Any]) -> None:
+        for worker in workers:
+            _call(worker, "begin_close")
+        self._closing.extend(workers)
+
     def settle(self) -> None:
         for worker in self._ahead.values():
             _wait_ready(worker)
+        self._reap()
 
     def close(self) -> None:
         from perfgate.measure import interleave
 
         interleave.close_all(list(self._ahead.values()))
         self._ahead.clear()
+        self._reap()
+
+    def _reap(self) -> None:
+        from perfgate.measure import interleave
+
+        closing, self._closing = self._closing, []
+        interleave.close_all(closing)
 
 
 def next_wave(design: Any, processes: int) -> int:
@@ -246,7 +268,7 @@ def measure_ab(
     store: Store = {}
     measured = [0]  # workers a side so far
     sides = [specs["base"], specs["head"]]
-    pool = WorkerPool(start, sides)
+    pool = start if isinstance(start, WorkerPool) else WorkerPool(start, sides)
 
     def extend(pending: list[str], processes: int, rounds: int) -> None:
         spent: dict[str, float] = {}
@@ -294,7 +316,6 @@ def run(base_sha: str, head_sha: str | None, selected: list[dict], gate, mode: s
         roots = {"base": (base_root, build_cache(base_root)), "head": (head_root, None)}
         if head_sha:
             roots["head"] = (head_root, build_cache(head_root))
-        build_both(roots)
         specs = {}
         for label, (root, cache) in roots.items():
             env = {k: v for k, v in side_env(cache).items() if k == "MXFP4_CACHE_DIR"}
@@ -304,7 +325,14 @@ def run(base_sha: str, head_sha: str | None, selected: list[dict], gate, mode: s
             return interleave.SideProcess(f"{spec.label}{index + 1}", spec.root, spec.env,
                                           mode=mode)  # fmt: skip
 
-        return _measure_sides(specs, selected, design, start, infos)
+        # the first look's workers warm up while the reducers build (a worker loads its side's
+        # reducer at its first split-K call, in a prepare, after the build)
+        pool = WorkerPool(start, [specs["base"], specs["head"]])
+        stack.callback(pool.close)
+        pool.plan(0, design.processes[0])
+        pool.ahead()
+        build_both(roots)
+        return _measure_sides(specs, selected, design, pool, infos)
 
 
 # -- submission files as the sides (ab --base-submission A.py --head-submission B.py) ----------

@@ -125,7 +125,24 @@ class Worker:
 
         flag = torch.zeros(1, dtype=torch.int32, device=self.device)
         _triton_warm.touch[(1,)](flag)
+        # what every prepare's first use would load: the generator's randn, the fp64 matmul of
+        # the reference (cuBLAS's handle), the comparisons of the checks, a graph capture
+        gen = torch.Generator(device=self.device).manual_seed(0)
+        x = torch.randn((64, 64), dtype=torch.bfloat16, device=self.device, generator=gen)
+        y = x.to(torch.float64)
+        ok = bool(((y @ y.T - y @ y.T).abs() <= 1e-2).all())
+        graph = torch.cuda.CUDAGraph()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            flag.add_(1)
+        torch.cuda.current_stream().wait_stream(side)
+        with torch.cuda.graph(graph):
+            flag.add_(1)
+        graph.replay()
         torch.cuda.synchronize()
+        if not ok:
+            raise RuntimeError("the warm-up's own arithmetic is wrong on this GPU")
 
     def prepare(
         self, cases: list[dict[str, Any]], levels: list[float], cycles: dict | None = None

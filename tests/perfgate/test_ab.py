@@ -112,8 +112,9 @@ def test_measure_ab_alternates_processes_and_adds_them_for_the_undecided():
     labels = [s.label for s in started]
     assert labels == ["base1", "base2", "head1", "head2", "base3", "base4", "head3", "head4"]
     # look 1: every case prepared one worker at a time, base1 head1 base2 head2; its rounds in
-    # ABBA blocks over that order; the look's workers closed together before look 2 starts
-    look1 = order[: order.index(("head2", "close")) + 1]
+    # ABBA blocks over that order; the look's workers closed together while look 2 prepares,
+    # before look 2 times a round
+    look1 = order[: order.index(("base3", "prepare", "noisy"))]
     prepares = [(w, c) for w, what, *rest in look1 if what == "prepare" for c in rest]
     alternated = ["base1", "head1", "base2", "head2"]
     assert prepares == [(w, "slow") for w in alternated] + [(w, "noisy") for w in alternated]
@@ -121,11 +122,14 @@ def test_measure_ab_alternates_processes_and_adds_them_for_the_undecided():
     warm = ab_measure.WARMUP_ROUNDS // 10
     blocks = [alternated] * warm + [alternated, alternated[::-1]]  # warm-up, then 20 rounds
     assert runs == [w for b in blocks for w in b]
-    assert {w for w, what, *_ in look1 if what == "close"} == set(alternated)
-    # look 2: only the undecided case, in the new workers only
     look2 = order[len(look1) :]
+    closed = [w for w, what, *_ in look2 if what == "close"]
+    first_round = next(i for i, (w, what, *_) in enumerate(look2) if what == "noisy")
+    assert set(closed[:4]) == set(alternated)
+    assert max(look2.index((w, "close")) for w in alternated) < first_round
+    # look 2: only the undecided case, in the new workers only
     assert {c for _, what, *rest in look2 if what == "prepare" for c in rest} == {"noisy"}
-    assert {w for w, *_ in look2} == {"base3", "head3", "base4", "head4"}
+    assert {w for w, what, *_ in look2 if what != "close"} == {"base3", "head3", "base4", "head4"}
     assert all(s.closed for s in started)
 
 
@@ -438,23 +442,29 @@ def test_ab_run_end_to_end_with_fake_workers(tmp_path, monkeypatch):
     from perfgate.measure import fingerprint
 
     roots, built, modes = {}, [], []
+    events = []
 
     class Side(FakeSide):
         def __init__(self, label, root, env, *, mode="device"):
             roots.setdefault(label[:4], (root, env))
             modes.append(mode)
+            events.append(("start", label))
             factors = {n: 1.04 for n in names} if label.startswith("head") else {}
             super().__init__(label, factors, seed=len(modes))
 
     names = [c["name"] for c in catalog.cases(ab_measure.default_groups("device").split(","),
                                               keyword="m16-n2112-k7168")]  # fmt: skip
     monkeypatch.setattr(interleave, "SideProcess", Side)
-    monkeypatch.setattr(
-        ab_measure, "build", lambda root, cache, label: built.append((label, cache))
-    )
+
+    def build(root, cache, label):
+        built.append((label, cache))
+        events.append(("build", label))
+
+    monkeypatch.setattr(ab_measure, "build", build)
     monkeypatch.setattr(fingerprint, "collect", lambda: {"device_key": "nvidia-h200"})
     gate = settings.load(overrides={"ab_device.rounds": 20})
     for mode in ("device", "leaderboard"):
+        events.clear()
         modes.clear()
         out = tmp_path / mode
         args = Namespace(base="HEAD", head=None, groups="leaderboard", keyword="m16-n2112-k7168",
@@ -467,6 +477,11 @@ def test_ab_run_end_to_end_with_fake_workers(tmp_path, monkeypatch):
         # 3 + 3 fresh workers measured, in that mode, and the next look's 3 + 3 started ahead
         # (warming up during the prepares) and closed unused: the regression was decided
         assert set(modes) == {mode} and len(modes) == 12
+        # the first look's workers warm up while the reducers build
+        first_build = events.index(next(e for e in events if e[0] == "build"))
+        assert sorted(label for _, label in events[:first_build]) == sorted(
+            f"{side}{i}" for side in ("base", "head") for i in (1, 2, 3)
+        )
     base_root, base_env = roots["base"]
     assert base_root.name.startswith("base-") and not base_root.exists()  # worktree removed
     # the base's reducer is built in the cache of its sources' content, kept between runs

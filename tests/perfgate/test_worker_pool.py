@@ -46,7 +46,7 @@ def _start(order, started, *, factors=None, dies=()):
     return start
 
 
-def test_the_next_wave_warms_up_during_the_prepares_and_is_ready_before_any_round():
+def test_the_next_wave_warms_up_beside_this_one_and_is_ready_before_any_round():
     order, started = [], []
     design = pa.Design(processes=(2, 4), rounds=20)
     cases = [{"name": "x"}, {"name": "y"}]
@@ -58,11 +58,12 @@ def test_the_next_wave_warms_up_during_the_prepares_and_is_ready_before_any_roun
     events = [(w, what) for w, what, *_ in order]
     first = ["base1", "base2", "head1", "head2"]
     ahead = ["base3", "base4", "head3", "head4"]
-    # this look's workers started and waited for, then the next wave started ...
+    # this look's workers started, the next wave started beside them, then this look's waited
+    # for ...
     assert events[:4] == [(w, "start") for w in first]
-    assert sorted(events[4:8]) == sorted((w, "ready") for w in first)
-    assert events[8:12] == [(w, "start") for w in ahead]
-    # ... before the first prepare, and waited for before the first round
+    assert events[4:8] == [(w, "start") for w in ahead]
+    assert sorted(events[8:12]) == sorted((w, "ready") for w in first)
+    # ... before the first prepare; the next wave waited for before the first round
     first_prepare = events.index(("base1", "prepare"))
     first_round = next(i for i, (_, what) in enumerate(events) if what == "x")
     assert first_prepare == 12
