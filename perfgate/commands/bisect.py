@@ -112,18 +112,8 @@ def _run(args: argparse.Namespace) -> int:
     extra = ["--groups", args.groups]
     runner = bs.subprocess_runner(repo, keyword=args.keyword, extra=extra, out_dir=args.results_dir)
     print(f"{PROG}: {len(commits) - 1} commits after {commits[0][:12]} up to {commits[-1][:12]}")
-    result = bs.bisect_merges(commits, _announcing(runner), lines.GitLines(repo))
+    result = bs.bisect_merges(commits, bs.announcing(runner, PROG), lines.GitLines(repo))
     return _present(args, result)
-
-
-def _announcing(runner):
-    def run(base: str, head: str):
-        print(f"{PROG}: A/B {head[:12]} against {base[:12]}", flush=True)
-        step = runner(base, head)
-        print(f"{PROG}: {head[:12]}: {step.outcome}", flush=True)
-        return step
-
-    return run
 
 
 def _present(args: argparse.Namespace, result) -> int:

@@ -302,6 +302,20 @@ def as_json(result: BisectResult) -> dict[str, Any]:
     }
 
 
+def announcing(run: ABRunner, prog: str, what: str = "") -> ABRunner:
+    """``run``, printing each A/B as it starts and its outcome when it ends (an A/B takes
+    minutes)."""
+    label = f" ({what})" if what else ""
+
+    def announced(base: str, head: str) -> ABResult:
+        print(f"{prog}: A/B {head[:12]} against {base[:12]}{label}", flush=True)
+        step = run(base, head)
+        print(f"{prog}: {head[:12]}: {step.outcome}", flush=True)
+        return step
+
+    return announced
+
+
 def subprocess_runner(
     repo: Path,
     *,

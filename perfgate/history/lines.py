@@ -57,8 +57,15 @@ def commit_range(repo: Path, good: str, bad: str) -> list[str]:
     return [g, *path]
 
 
+def is_tracked(repo: Path, path: Path) -> bool:
+    """Whether git tracks ``path`` in ``repo`` (a path outside it is not tracked)."""
+    proc = git(repo, "ls-files", "--error-unmatch", "--", str(Path(path).resolve()))
+    return proc.returncode == 0
+
+
 class GitLines:
-    """The merges of one repository, as :func:`perfgate.history.bisect.bisect_merges` asks."""
+    """The merges of one repository, as :func:`perfgate.history.bisect.bisect_merges` asks, and
+    what the triage asks of its commits."""
 
     def __init__(self, repo: Path) -> None:
         self.repo = Path(repo)
@@ -96,6 +103,10 @@ class GitLines:
                 "nothing to compare its first commit with"
             )
         return [start[0], *own]
+
+    def is_ancestor(self, ancestor: str, commit: str) -> bool:
+        """Whether ``ancestor`` is ``commit`` or one of its ancestors."""
+        return git(self.repo, "merge-base", "--is-ancestor", ancestor, commit).returncode == 0
 
     def subject(self, commit: str) -> str:
         """The commit's one-line subject ('' when git cannot say)."""
