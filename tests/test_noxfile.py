@@ -270,3 +270,25 @@ def test_filling_the_env_says_what_it_does(noxfile, tmp_path):
         "step 3/3",
     ]
     assert all("--quiet" not in r for r in _pip_installs(session))
+
+
+def test_triage_runs_in_place_with_the_gpu_jobs_demands(noxfile, tmp_path, monkeypatch):
+    monkeypatch.setattr(noxfile, "_has_gpu", lambda: True)
+    session = FakeSession(tmp_path, "triage", "--no-issues", "--json", "t.json", in_place=True)
+    calls = []
+    session.run = lambda *a, **k: calls.append((a, k.get("env"))) or True
+    noxfile.triage(session)
+    assert calls[-1] == (
+        ("python", "-m", "perfgate", "triage", "--no-issues", "--json", "t.json"),
+        noxfile.GPU_JOB_ENV,
+    )
+    with pytest.raises(Skipped, match="triage: no GPU"):
+        monkeypatch.setattr(noxfile, "_has_gpu", lambda: False)
+        noxfile.triage(FakeSession(tmp_path, "triage"))
+
+
+def test_triage_issues_installs_only_the_suite(noxfile, tmp_path):
+    session = FakeSession(tmp_path, "triage_issues", "t.json")
+    noxfile.triage_issues(session)
+    assert session.installs == [("--no-deps", "-e", ".")]
+    assert session.runs == [("python", "-m", "perfgate", "triage", "--publish", "t.json")]

@@ -51,6 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "reports",
         nargs="*",
         type=Path,
+        default=[],
         metavar="REPORT",
         help=f"the gate's comparison reports, <mode>.compare.json (default: {DEFAULT_REPORT})",
     )
@@ -105,7 +106,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--repo", metavar="OWNER/NAME", help="where the issues go (default: $GITHUB_REPOSITORY)"
     )
     parser.add_argument("--no-issues", action="store_true", help="open or update no GitHub issue")
-    parser.set_defaults(func=_run)
+    parser.add_argument(
+        "--publish",
+        type=Path,
+        metavar="TRIAGE.json",
+        help="instead of a triage: open or update the issues of one made with --no-issues "
+        "--json TRIAGE.json (the workflow's GPU container gets no token; this runs outside it); "
+        "takes only --summary and --repo",
+    )
+    defaults = {
+        a.dest: (a.default, a.option_strings[0] if a.option_strings else a.metavar)
+        for a in parser._actions
+        if a.dest != "help"
+    }
+    parser.set_defaults(func=_run, triage_defaults=defaults)
 
 
 def _positive(kind):
@@ -125,6 +139,9 @@ def _positive(kind):
 def _run(args: argparse.Namespace) -> int:
     import shutil
 
+    if args.publish is not None:
+        return _publish(args)
+
     from perfgate.gate import paths
     from perfgate.history import config, culprits, github, lines
     from perfgate.history import triage as tg
@@ -136,7 +153,11 @@ def _run(args: argparse.Namespace) -> int:
         reports = tuple(args.reports or (DEFAULT_REPORT,))
         db = args.db or cfg.db
         _check_outputs(args, reports, db, paths.REPO)
-        api = None if args.no_issues else _issues_api(args, github)
+        api = (
+            None
+            if args.no_issues
+            else _issues_api(args, github, "; pass --no-issues to triage without them")
+        )
         req = tg.Request(
             reports=reports,
             repo=paths.REPO,
@@ -154,6 +175,26 @@ def _run(args: argparse.Namespace) -> int:
         factory = culprits.subprocess_factory(paths.REPO, args.results_dir, _announcing)
         return tg.triage(req, _gpu_first(factory), api)
     except (ValueError, lines.RevisionError) as exc:  # TriageError, OutputError, config errors
+        return base.error("triage", exc)
+
+
+def _publish(args: argparse.Namespace) -> int:
+    from perfgate import atomic
+    from perfgate.history import github
+    from perfgate.history import triage as tg
+
+    allowed = {"publish", "summary", "repo"}
+    given = [
+        flag
+        for dest, (default, flag) in args.triage_defaults.items()
+        if dest not in allowed and getattr(args, dest) != default
+    ]
+    try:
+        if given:
+            raise ValueError(f"--publish takes only --summary and --repo, not {given[0]}")
+        atomic.check_outputs({"--summary": args.summary}, {"--publish": args.publish})
+        return tg.publish_saved(args.publish, _issues_api(args, github, ""), args.summary)
+    except ValueError as exc:
         return base.error("triage", exc)
 
 
@@ -176,13 +217,12 @@ def _check_outputs(args, reports, db, repo: Path) -> None:
             raise atomic.OutputError(f"{option} {path}: a file git tracks; give another path")
 
 
-def _issues_api(args, github):
+def _issues_api(args, github, hint: str):
     token = os.environ.get("GITHUB_TOKEN", "")
     repo = args.repo or os.environ.get("GITHUB_REPOSITORY", "")
     if not token:
         raise ValueError(
-            "GITHUB_TOKEN is not set: it opens the issues (the workflow passes the job's token); "
-            "pass --no-issues to triage without them"
+            f"GITHUB_TOKEN is not set: it opens the issues (the workflow passes the job's token){hint}"
         )
     if not repo:
         raise ValueError("--repo: not given and GITHUB_REPOSITORY is not set (OWNER/NAME)")

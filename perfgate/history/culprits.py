@@ -272,7 +272,8 @@ class Finding:
     # the A/B of the culprit against its parent that convicted each joined benchmark
     convicted_by: dict[Flagged, bs.ABResult] = field(default_factory=dict)
     note: str = ""  # why not bisected
-    issue: github.Published | None = None
+    request: object | None = None  # the culprit's issue text (triage_report.IssueText)
+    issue: github.Published | None = None  # once opened or updated
 
     @property
     def culprit(self) -> str | None:

@@ -32,6 +32,7 @@ are injected as :data:`~perfgate.history.culprits.RunnerFactory` (tests give fak
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 import time
@@ -97,6 +98,9 @@ def triage(
         print(f"{PROG}: no benchmark has a regression verdict in {', '.join(names)}: nothing to do")
         if req.summary is not None:
             atomic.write_text(req.summary, tr.nothing_flagged(names))
+        if req.json_out is not None:
+            ctx = tr.Context(bad, req.run_url, lambda c: "", 0, 0, None)
+            atomic.write_json(req.json_out, tr.as_json([], ctx, 0))
         return 0
     line, git = Line(req.repo, bad), lines.GitLines(req.repo)
     goods = _goods(req, flagged, run_of, line)
@@ -114,8 +118,14 @@ def triage(
     findings = bisect_all(flagged, goods, line, factory, git, budget)
     if budget.spent:
         print(f"{PROG}: stopped early: {budget.spent}")
-    problems = _publish(findings, api, bad, req.run_url, git.subject)
-    ctx = tr.Context(bad, req.run_url, git.subject, budget.used, limit, budget.spent, problems)
+    ctx = tr.Context(bad, req.run_url, git.subject, budget.used, limit, budget.spent)
+    for f in findings:
+        if f.culprit:
+            f.request = tr.issue(f, ctx)
+    published, problems = publish(api, [f.request for f in findings if f.culprit])
+    for f in findings:
+        f.issue = published.get(f.culprit)
+    ctx = dataclasses.replace(ctx, problems=problems)
     code = 2 if problems or any(g.commit is None for g in goods.values()) else 0
     for f in findings:
         if f.culprit:
@@ -146,21 +156,36 @@ def _goods(req: Request, flagged, run_of, line: Line) -> dict[Flagged, Good]:
     return dict.fromkeys(flagged, Good(good, f"--good {req.good}"))
 
 
-def _publish(findings, api, bad, url, subject) -> tuple[str, ...]:
-    """Open or update each culprit's issue; the problems (the first API failure ends it)."""
+def publish(api: github.IssuesAPI | None, requests) -> tuple[dict, tuple[str, ...]]:
+    """Open or update the issue of each request (:class:`~perfgate.history.triage_report.IssueText`);
+    ``({culprit: Published}, problems)``: the first API failure ends it, named in one line."""
+    published: dict[str, github.Published] = {}
     if api is None:
-        return ()
-    for f in findings:
-        if not f.culprit:
-            continue
-        ctx = tr.Context(bad, url, subject, 0, 0, None)
-        mark, title, body, note = tr.issue(f, ctx)
+        return published, ()
+    for r in requests:
         try:
-            f.issue = github.publish(api, mark, title, body, note)
+            published[r.culprit] = done = github.publish(api, r.marker, r.title, r.body, r.note)
         except github.GitHubError as exc:
-            return (f"{exc}: the issue of {f.culprit[:12]} (and any after it) not opened",)
-        print(f"{PROG}: issue #{f.issue.issue.number} {f.issue.action}: {f.issue.issue.url}")
-    return ()
+            return published, (
+                f"{exc}: the issue of {r.culprit[:12]} (and any after it) not opened",
+            )
+        print(f"{PROG}: issue #{done.issue.number} {done.action}: {done.issue.url}")
+    return published, ()
+
+
+def publish_saved(path: Path, api: github.IssuesAPI, summary: Path | None = None) -> int:
+    """``triage --publish``: open or update the issues of a triage made elsewhere with
+    --no-issues (the GPU container, which gets no token), from its --json; 0, or 2 when the
+    API failed (one line). ``summary``: the issues' lines as markdown."""
+    requests = tr.issue_requests(path)  # TriageError for a file that is not a triage's JSON
+    published, problems = publish(api, requests)
+    for problem in problems:
+        print(f"{PROG}: error: {problem}", file=sys.stderr)
+    if not requests:
+        print(f"{PROG}: {path} names no culprit: no issue to open")
+    if summary is not None:
+        atomic.write_text(summary, tr.issues_markdown(requests, published, problems))
+    return 2 if problems else 0
 
 
 def run_url(env=os.environ) -> str | None:

@@ -9,12 +9,15 @@ hidden marker that a rerun finds it by (:func:`marker`).
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from perfgate.history import bisect as bs
-from perfgate.history.culprits import Finding, Flagged, ab_group
+from perfgate.history.culprits import Finding, Flagged, TriageError, ab_group
 
 MAX_NAMED = 3  # benchmarks named in an issue's title
 
@@ -146,8 +149,19 @@ def nothing_flagged(reports: list[str]) -> str:
     )
 
 
-def issue(finding: Finding, ctx: Context) -> tuple[str, str, str, str]:
-    """``(marker, title, body, comment)`` of the culprit's issue."""
+@dataclass(frozen=True)
+class IssueText:
+    """A culprit's issue: found by ``marker``, opened with ``title`` and ``body``; on a rerun the
+    body replaced and ``note`` added as a comment."""
+
+    culprit: str
+    marker: str
+    title: str
+    body: str
+    note: str
+
+
+def issue(finding: Finding, ctx: Context) -> IssueText:
     culprit, names = finding.culprit, [short(f.benchmark) for f in finding.benchmarks]
     named = ", ".join(names[:MAX_NAMED]) + (
         f" and {len(names) - MAX_NAMED} more" if len(names) > MAX_NAMED else ""
@@ -169,7 +183,29 @@ def issue(finding: Finding, ctx: Context) -> tuple[str, str, str, str]:
         f"Triage of main at `{ctx.bad[:12]}`{_run(ctx)} found `{culprit[:12]}` again, for "
         f"{', '.join(f'`{n}`' for n in names)}. The description now holds this triage."
     )
-    return marker(culprit), title, body, note
+    return IssueText(culprit, marker(culprit), title, body, note)
+
+
+def issue_requests(path) -> list[IssueText]:
+    """The issue texts a triage's JSON holds; TriageError when it is not one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        texts = [f["issue_text"] for f in data["findings"] if f.get("issue_text")]
+        return [IssueText(**t) for t in texts]
+    except OSError as exc:
+        raise TriageError(f"--publish {path}: cannot read ({exc.strerror or exc})") from None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise TriageError(f"--publish {path}: not the JSON of perfgate triage --json") from None
+
+
+def issues_markdown(texts: list[IssueText], published: dict, problems: tuple[str, ...]) -> str:
+    out = ["## perfgate triage: issues", ""]
+    for t in texts:
+        done = published.get(t.culprit)
+        state = f"[#{done.issue.number}]({done.issue.url}) {done.action}" if done else "not opened"
+        out.append(f"- `{t.culprit[:12]}`: {state}")
+    out += [f"- **{p}**" for p in problems] or ([] if texts else ["- no culprit: no issue"])
+    return "\n".join(out) + "\n"
 
 
 def as_json(findings: list[Finding], ctx: Context, exit_code: int) -> dict[str, Any]:
@@ -201,6 +237,7 @@ def as_json(findings: list[Finding], ctx: Context, exit_code: int) -> dict[str, 
                     {"base": c.base, "head": c.head, "outcome": c.outcome, "report": c.detail}
                     for c in f.checks
                 ],
+                "issue_text": None if f.request is None else dataclasses.asdict(f.request),
                 "issue": None
                 if f.issue is None
                 else {

@@ -409,3 +409,34 @@ def test_an_issue_body_without_its_marker_is_refused(standin):
     with pytest.raises(ValueError, match="must hold its marker"):
         github.publish(_api(standin), "<!-- m -->", "t", "no marker", "note")
     assert standin.requests == []
+
+
+def test_publish_opens_the_issues_of_a_triage_made_without_a_token(
+    tmp_path, standin, monkeypatch, capsys
+):
+    """The workflow's split: the triage in the GPU container (--no-issues, no token there), then
+    `triage --publish` of its JSON outside, with the token; twice: one issue, updated."""
+    w = World(tmp_path, slow={A: "c3", B: "c3"})
+    w.main_run(w.c["c1"], "pass", 1)
+    assert w.triage(w.gate_report(), None) == 0 and standin.requests == []
+    saved = tmp_path / "triage.json"
+    monkeypatch.setenv("GITHUB_TOKEN", "t0ken")
+    monkeypatch.setenv("GITHUB_API_URL", standin.url + "/")
+    monkeypatch.delenv("GITHUB_REPOSITORY", raising=False)
+    capsys.readouterr()
+    argv = ["triage", "--publish", str(saved), "--repo", REPO_NAME]
+    assert main([*argv, "--summary", str(tmp_path / "issues.md")]) == 0
+    assert capsys.readouterr().out == (
+        f"perfgate triage: issue #1 opened: https://github.invalid/{REPO_NAME}/issues/1\n"
+    )
+    assert main(argv) == 0
+    assert len(standin.issues) == 1 and len(standin.comments) == 1
+    assert standin.issues[0]["body"] == w.answer()["findings"][0]["issue_text"]["body"]
+    assert f"- `{w.c['c3'][:12]}`: [#1](" in (tmp_path / "issues.md").read_text()
+    standin.fail_with = 403
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "HTTP 403 Forbidden" in err
+    saved.write_text('{"not": "a triage"}')
+    assert main(argv) == 2
+    assert "not the JSON of perfgate triage --json" in capsys.readouterr().err
