@@ -25,19 +25,16 @@ or a precondition fails (C0 does not pass the gate, C2 is not flagged). The clon
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from tools.bisect_chain import make_chain, parse_shape, shape_id
+from tools.bisect_chain import chain_parser, on_chain, shape_id
 from tools.github_standin import Standin
-from tools.history_clone import CloneError, git
+from tools.history_clone import git
 
 REPO_NAME = "perfgate/triage-chain"
 TOKEN = "standin-token"
@@ -170,29 +167,16 @@ def run_chain(clone: Path, commits: list[str], shape, out: Path, rounds: int, ti
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="tools.triage_chain", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--out", required=True, type=Path, help="where the reports go")
-    parser.add_argument("--shape", type=parse_shape, default=(16, 2112, 7168), metavar="M,N,K")
+    parser = chain_parser("tools.triage_chain", __doc__)
     parser.add_argument("--rounds", type=int, default=100, help="bench --rounds-device")
     parser.add_argument(
         "--timeout-s", type=float, default=540.0, help="stop every step after this long in all"
     )
     args = parser.parse_args(argv)
-    out = args.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="perfgate-triage-chain-"))
-    try:
-        try:
-            commits = make_chain(work / "clone", args.shape)
-        except (CloneError, ValueError, OSError) as exc:
-            print(f"tools.triage_chain: error: {exc}", file=sys.stderr)
-            return 2
+
+    def run(clone: Path, commits: list[str], out: Path) -> int:
         print(f"tools.triage_chain: chain {' '.join(c[:12] for c in commits)}")
-        summary, why = run_chain(
-            work / "clone", commits, args.shape, out, args.rounds, args.timeout_s
-        )
+        summary, why = run_chain(clone, commits, args.shape, out, args.rounds, args.timeout_s)
         (out / "triage-chain.json").write_text(json.dumps(summary, indent=2) + "\n")
         text = markdown(summary, args.shape)
         (out / "triage-chain.md").write_text(text, encoding="utf-8")
@@ -201,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tools.triage_chain: error: {why}", file=sys.stderr)
             return 2
         return 0 if summary["correct"] else 1
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+
+    return on_chain("tools.triage_chain", args.out, args.shape, run)
 
 
 if __name__ == "__main__":

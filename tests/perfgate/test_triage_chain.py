@@ -123,7 +123,7 @@ def _fake_spawn(monkeypatch, tmp_path, seen: list, c0_exit: int = 0, wrong: bool
     monkeypatch.setattr(spawn, "run", run)
     real_chain = bisect_chain.make_chain
     monkeypatch.setattr(
-        triage_chain, "make_chain", lambda clone, shape: real_chain(clone, shape, tmp_path / "src")
+        bisect_chain, "make_chain", lambda clone, shape: real_chain(clone, shape, tmp_path / "src")
     )
 
 
