@@ -55,7 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="REPORT",
         help=f"the gate's comparison reports, <mode>.compare.json (default: {DEFAULT_REPORT})",
     )
-    parser.add_argument("--bad", default="HEAD", metavar="REV", help="the flagged commit (HEAD)")
+    parser.add_argument(
+        "--bad", default="HEAD", metavar="REV", help="the flagged commit (default: HEAD)"
+    )
     parser.add_argument(
         "--good", metavar="REV", help="bisect from this commit (default: from the history store)"
     )
@@ -149,6 +151,8 @@ def _run(args: argparse.Namespace) -> int:
     if shutil.which("git") is None:
         return base.error("triage", "git is not on PATH")
     try:
+        if args.no_issues and args.repo:
+            raise ValueError(f"--repo {args.repo}: names where issues go; --no-issues opens none")
         cfg = config.load()
         reports = tuple(args.reports or (DEFAULT_REPORT,))
         db = args.db or cfg.db

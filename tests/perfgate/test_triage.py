@@ -369,6 +369,7 @@ def test_a_report_of_another_commit_or_mode_is_refused(tmp_path):
             "ftp://x",
         ),
         (["--no-issues", "--summary", "README.md"], {}, "--summary README.md: a file git tracks"),
+        (["--no-issues", "--repo", "a/b"], {}, "--repo a/b: names where issues go; --no-issues"),
         (["--no-issues", "--json", "REPORT"], {}, "is the input REPORT"),
         (["--no-issues", "--summary", "r/x.md", "--results-dir", "r"], {}, "inside --results-dir"),
         (["--no-issues", "--good", "HEAD~1"], {}, "no GPU visible: each step is an A/B measured"),
