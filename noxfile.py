@@ -354,6 +354,23 @@ def gpu(session: nox.Session) -> None:
 
 
 @nox.session(venv_params=EMPTY_VENV)
+def triage(session: nox.Session) -> None:
+    """After a red gate on main: bisect each regression on this GPU and name its culprit
+    (``perfgate triage``; the workflow runs it with ``--no-issues`` in the container)."""
+    _skip_without_gpu(session, "triage")
+    env = shared_env(session, "test", "perf")
+    env.run(session, "python", "-m", "perfgate", "triage", *session.posargs, env=GPU_JOB_ENV)
+
+
+@nox.session
+def triage_issues(session: nox.Session) -> None:
+    """Open or update the GitHub issues of a triage made in the container, which gets no token
+    (``nox -s triage_issues -- TRIAGE.json``; GITHUB_TOKEN in the environment)."""
+    _launcher(session)
+    session.run("python", "-m", "perfgate", "triage", "--publish", *session.posargs)
+
+
+@nox.session(venv_params=EMPTY_VENV)
 def update_baselines(session: nox.Session) -> None:
     """Rewrite this device's baselines (``-- --isa`` rewrites the static ISA baselines instead)."""
     isa_only = "--isa" in session.posargs
@@ -368,14 +385,19 @@ def update_baselines(session: nox.Session) -> None:
     env.run(session, "python", "-m", "perfgate", "update-baselines", *session.posargs)
 
 
+def _launcher(session: nox.Session, *extras: str) -> None:
+    """The suite without its dependencies (and ``extras``): what runs on a GPU runner's host,
+    where torch and triton are the image's and never downloaded."""
+    isolation = ["--no-build-isolation"] if _in_place(session) else []
+    _pip(session, "--no-deps", *isolation, "-e", ".")
+    if extras:
+        _pip(session, *_extra_requirements(*extras))
+
+
 @nox.session
 def container(session: nox.Session) -> None:
     """Build the ROCm image with the Docker SDK and run ``nox --no-venv -s <session>`` inside."""
-    # Only the launcher runs on the host: torch and triton are the image's, so the runner never
-    # downloads a multi-GB torch.
-    isolation = ["--no-build-isolation"] if _in_place(session) else []
-    _pip(session, "--no-deps", *isolation, "-e", ".")
-    _pip(session, *_extra_requirements("container"))
+    _launcher(session, "container")
     session.run("python", "-m", "perfgate", "container", *session.posargs)
 
 
@@ -383,8 +405,6 @@ def container(session: nox.Session) -> None:
 def container_rehearsal(session: nox.Session) -> None:
     """docker/Dockerfile on a local Debian stand-in for the ROCm base (no registry, no GPU), then
     the CPU test session inside."""
-    isolation = ["--no-build-isolation"] if _in_place(session) else []
-    _pip(session, "--no-deps", *isolation, "-e", ".")
-    _pip(session, *_extra_requirements("container"))
+    _launcher(session, "container")
     rehearsal = ["--stand-in-base", "--allow-no-gpu", "test"]
     session.run("python", "-m", "perfgate", "container", *rehearsal, *session.posargs)

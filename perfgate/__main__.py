@@ -31,6 +31,7 @@ _COMMAND_MODULES = tuple(
         "container",
         "history",
         "bisect",
+        "triage",
         "submission",
     )
 )

@@ -292,3 +292,25 @@ def test_the_cpu_env_installs_the_replay_goldens_versions(noxfile, tmp_path):
     for name in ("numpy", "scipy", "rich"):
         assert f"{name}=={recorded[name]}" in extras, name
     assert not [r for r in noxfile._shared_requirements("gpu")[-1] if "==" in r and "numpy" in r]
+
+
+def test_triage_runs_in_place_with_the_gpu_jobs_demands(noxfile, tmp_path, monkeypatch):
+    monkeypatch.setattr(noxfile, "_has_gpu", lambda: True)
+    session = FakeSession(tmp_path, "triage", "--no-issues", "--json", "t.json", in_place=True)
+    calls = []
+    session.run = lambda *a, **k: calls.append((a, k.get("env"))) or True
+    noxfile.triage(session)
+    assert calls[-1] == (
+        ("python", "-m", "perfgate", "triage", "--no-issues", "--json", "t.json"),
+        noxfile.GPU_JOB_ENV,
+    )
+    with pytest.raises(Skipped, match="triage: no GPU"):
+        monkeypatch.setattr(noxfile, "_has_gpu", lambda: False)
+        noxfile.triage(FakeSession(tmp_path, "triage"))
+
+
+def test_triage_issues_installs_only_the_suite(noxfile, tmp_path):
+    session = FakeSession(tmp_path, "triage_issues", "t.json")
+    noxfile.triage_issues(session)
+    assert session.installs == [("--no-deps", "-e", ".")]
+    assert session.runs == [("python", "-m", "perfgate", "triage", "--publish", "t.json")]

@@ -135,34 +135,48 @@ def parse_shape(text: str) -> tuple[int, int, int]:
     return m, n, k
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="tools.bisect_chain", description=__doc__.split("\n\n")[0]
-    )
+def chain_parser(prog: str, doc: str) -> argparse.ArgumentParser:
+    """The options every planted-chain tool takes: --out and --shape."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n\n")[0])
     parser.add_argument("--out", required=True, type=Path, help="where the reports go")
     parser.add_argument("--shape", type=parse_shape, default=(16, 2112, 7168), metavar="M,N,K")
+    return parser
+
+
+def on_chain(prog: str, out: Path, shape: tuple[int, int, int], body) -> int:
+    """``body(clone, commits, out)`` on a new chain in a temporary clean clone (removed
+    afterwards), ``out`` made; exit 2 after one line when the chain cannot be made."""
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f"perfgate-{prog.rpartition('.')[2].replace('_', '-')}-"))
+    try:
+        try:
+            commits = make_chain(work / "clone", shape)
+        except (CloneError, ValueError, OSError) as exc:
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            return 2
+        return body(work / "clone", commits, out)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = chain_parser("tools.bisect_chain", __doc__)
     parser.add_argument(
         "--timeout-s", type=float, default=330.0, help="stop the bisection after this long"
     )
     args = parser.parse_args(argv)
-    from perfgate import spawn
 
-    out = args.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="perfgate-bisect-chain-"))
-    try:
-        try:
-            commits = make_chain(work / "clone", args.shape)
-        except (CloneError, ValueError, OSError) as exc:
-            print(f"tools.bisect_chain: error: {exc}", file=sys.stderr)
-            return 2
+    def run(clone: Path, commits: list[str], out: Path) -> int:
+        from perfgate import spawn
+
         cmd = bisect_command(commits, args.shape, out)
         print(f"tools.bisect_chain: chain {' '.join(c[:12] for c in commits)}; {' '.join(cmd[1:])}")
         start, timed_out = time.monotonic(), False
         with (out / "bisect.log").open("w", encoding="utf-8") as log:
             try:
                 rc = spawn.run(
-                    cmd, cwd=work / "clone", stdout=log, stderr=log, timeout=args.timeout_s
+                    cmd, cwd=clone, stdout=log, stderr=log, timeout=args.timeout_s
                 ).returncode
             except subprocess.TimeoutExpired:  # spawn.run stopped it and its children
                 rc, timed_out = 124, True
@@ -172,8 +186,8 @@ def main(argv: list[str] | None = None) -> int:
         (out / "bisect-chain.md").write_text(text, encoding="utf-8")
         print(text, end="")
         return 0 if summary["correct"] else 1
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+
+    return on_chain("tools.bisect_chain", args.out, args.shape, run)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from typing import Any
 from perfgate import atomic, spawn
 from perfgate.commands import base
 from perfgate.gate import device, paths
+from perfgate.history import verdicts
 from perfgate.history import wiring as history
 from perfgate.measure import session
 from perfgate.measure.modes import MODE_NAMES, MODES
@@ -198,10 +199,12 @@ def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
     except bl.BaselineError as exc:
         print(f"perfgate bench: error: {exc}", file=sys.stderr)
         return 2
-    return history.keep(args, json_path, _judge(mode, args, gate, data, json_path), "bench")
+    rc, verdict = _judge(mode, args, gate, data, json_path)
+    return history.keep(args, json_path, rc, "bench", verdict)
 
 
-def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path) -> int:
+def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path):
+    """The gate's exit code and its verdict for the history (None: no comparison was made)."""
     from perfgate.gate import baseline as bl
     from perfgate.gate import compare
 
@@ -209,10 +212,10 @@ def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path) -> 
     base = paths.baseline_path(args.baselines_dir, bl.device_key(data), mode, args.tag)
     picked = history.judged_against(args, data, json_path, base, gate, "bench")
     if picked is None:
-        return 2
+        return 2, None
     base, gate = picked
     if not base.is_file():
-        return _missing_baseline(mode, base, bl.device_key(data), out, args)
+        return _missing_baseline(mode, base, bl.device_key(data), out, args), None
     try:
         base_data = bl.load(base)
         submission.check_source(base, base_data, data)
@@ -220,7 +223,7 @@ def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path) -> 
         looks = session.adaptive_rounds(mode, args, gate, base_data, data, json_path)
     except (bl.BaselineError, compare.InputError) as exc:
         print(f"perfgate bench: error: {exc}", file=sys.stderr)
-        return 2
+        return 2, None
     narrowed = session.selection_given(
         args.keyword, args.markers, session.passthrough(args.pytest_args)
     )
@@ -235,10 +238,11 @@ def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path) -> 
         )
     except (bl.BaselineError, compare.InputError) as exc:
         print(f"perfgate bench: error: {exc}", file=sys.stderr)
-        return 2
-    return compare.present(
+        return 2, None
+    rc = compare.present(
         report, json_out=out["compare"], markdown_out=out["markdown"], prog="bench"
     )
+    return rc, verdicts.from_exit_code(rc)
 
 
 def _missing_baseline(mode: str, base: Path, key: str, out, args) -> int:

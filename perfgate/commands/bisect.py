@@ -8,6 +8,13 @@ is printed as the table that convicts it. Commits whose A/B cannot decide (no bu
 outputs, inconclusive) are skipped, as ``git bisect skip`` does. Every A/B's reports stay in
 --results-dir.
 
+When the first bad commit is a merge, the bisection goes on inside the branch it merged: from
+the commit the branch starts from (its merge base with main) along the branch's own commits to
+the merge's second parent, each A/B comparing commits of that branch; the answer names both the
+merge on the first-parent line and the commit inside it (or says why the branch's commits cannot
+place the slowdown: then it appears only at the merge itself). Merges inside the branch are
+descended into in turn.
+
 Exit codes: 0 the bisection finished (the first bad commit, the range hiding it behind skipped
 commits, or a slowdown spread over several commits: the last line says which); 2 unusable input
 (an unknown revision, GOOD not an ancestor of BAD on its first-parent line, BAD not slower than
@@ -61,14 +68,15 @@ def _run(args: argparse.Namespace) -> int:
     import shutil
 
     from perfgate.history import bisect as bs
+    from perfgate.history import lines
 
     if shutil.which("git") is None:
         print(f"{PROG}: error: git is not on PATH", file=sys.stderr)
         return 2
     repo = _repo()
     try:
-        commits = bs.commit_range(repo, args.good, args.bad)
-    except bs.RevisionError as exc:
+        commits = lines.commit_range(repo, args.good, args.bad)
+    except lines.RevisionError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     from perfgate import catalog
@@ -104,60 +112,38 @@ def _run(args: argparse.Namespace) -> int:
     extra = ["--groups", args.groups]
     runner = bs.subprocess_runner(repo, keyword=args.keyword, extra=extra, out_dir=args.results_dir)
     print(f"{PROG}: {len(commits) - 1} commits after {commits[0][:12]} up to {commits[-1][:12]}")
-    result = bs.bisect(commits, _announcing(runner))
+    result = bs.bisect_merges(commits, bs.announcing(runner, PROG), lines.GitLines(repo))
     return _present(args, result)
-
-
-def _announcing(runner):
-    def run(base: str, head: str):
-        print(f"{PROG}: A/B {head[:12]} against {base[:12]}", flush=True)
-        step = runner(base, head)
-        print(f"{PROG}: {head[:12]}: {step.outcome}", flush=True)
-        return step
-
-    return run
 
 
 def _present(args: argparse.Namespace, result) -> int:
     from perfgate import atomic
     from perfgate.history import bisect as bs
 
-    premise = result.steps[0]
-    if premise.outcome != bs.REGRESSION:
-        print(premise.table)
+    premise = result.steps[0] if result.steps else None
+    if premise is None or premise.outcome != bs.REGRESSION:
+        if premise is not None:
+            print(premise.table)
         print(f"{PROG}: error: {result.message}", file=sys.stderr)
         code = 2
     else:
-        if result.conviction is not None:
+        level = result
+        while level is not None and level.found:
+            what = "the merge" if level.inside is not None else "it"
             print(
-                f"\nThe A/B that convicts it ({result.conviction.head[:12]} against its parent "
-                f"{result.conviction.base[:12]}):\n"
+                f"\nThe A/B that convicts {what} ({level.conviction.head[:12]} against its "
+                f"parent {level.conviction.base[:12]}):\n"
             )
-            print(result.conviction.table)
+            print(level.conviction.table)
+            level = level.inside
         print("steps:")
-        for s in result.steps:
+        for s in result.all_steps:
             print(f"  {s.head[:12]} against {s.base[:12]}: {s.outcome}")
+        if len(result.chain) > 1:
+            print(f"{PROG}: on the first-parent line: {result.chain[0]} (a merge)")
+            print(f"{PROG}: inside it: {result.culprit}")
         print(f"{PROG}: {result.message}")
         code = 0
     if args.json_out is not None:
-        atomic.write_json(
-            args.json_out,
-            {
-                "first_bad": result.first_bad,
-                "last_good": result.last_good,
-                "message": result.message,
-                "skipped": list(result.skipped),
-                "steps": [
-                    {"base": s.base, "head": s.head, "outcome": s.outcome} for s in result.steps
-                ],
-                "conviction": None
-                if result.conviction is None
-                else {
-                    "base": result.conviction.base,
-                    "head": result.conviction.head,
-                    "outcome": result.conviction.outcome,
-                    "report": result.conviction.detail,
-                },
-            },
-        )
+        atomic.write_json(args.json_out, bs.as_json(result))
     return code

@@ -3,7 +3,7 @@ found and plotted.
 
   add RESULTS.json [...]     keep runs (pytest-benchmark JSON from bench and update-baselines,
                              ab.samples.json from ab: its head side, mode "ab"); adding a run
-                             already kept adds nothing
+                             already kept adds nothing; --verdicts keeps the gate's verdict too
   list [-k TEXT]             the kept rows: one per benchmark per run
   detect [--json OUT]        change points per benchmark over its runs in commit order; a change
                              of the fingerprint (driver, runtime, torch, triton, GPU) starts a new
@@ -52,6 +52,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--branch",
         help="the branch these runs belong to (default: the file's commit_info.branch; CI "
         "checkouts are detached, so CI passes --branch main)",
+    )
+    add.add_argument(
+        "--verdicts",
+        action="store_true",
+        help="keep each run with the gate's verdict (pass or fail) from the comparison report "
+        "bench wrote beside it (<mode>.compare.json); a file without its report is refused",
     )
     add.set_defaults(func=_add)
 
@@ -221,14 +227,21 @@ def _add(args: argparse.Namespace) -> int:
     for p in args.results:
         _not_over(p, [db])
     with open_store(db, write=True) as store:
-        done = append_runs(store, args.results, branch=args.branch, samples_kept=cfg.samples_kept)
+        done = append_runs(
+            store,
+            args.results,
+            branch=args.branch,
+            samples_kept=cfg.samples_kept,
+            verdicts=args.verdicts,
+        )
     added = [a for a in done if a.added]
     for a in done:
         state = "added" if a.added else "already kept"
         r = a.run
+        verdict = f", verdict {r.verdict}" if r.verdict else ""
         print(
             f"{state}: {r.source} ({r.device_key}, {r.mode}, {len(r.results)} benchmarks, "
-            f"commit {r.commit[:12]}, branch {r.branch or '-'})"
+            f"commit {r.commit[:12]}, branch {r.branch or '-'}{verdict})"
         )
     print(
         f"{len(added)} run{'s' * (len(added) != 1)} added, {len(done) - len(added)} already kept, to {db}"

@@ -9,7 +9,11 @@ gate judged against the recent past, and the slow commit bisected (docs/history.
 - :mod:`~perfgate.history.detect`: change points per benchmark, cut at fingerprint changes.
 - :mod:`~perfgate.history.plot`, :mod:`~perfgate.history.site`: pictures and the static report.
 - :mod:`~perfgate.history.against`: the push gate's baseline from the last runs of main.
-- :mod:`~perfgate.history.bisect`: bisection over an injected same-job A/B runner.
+- :mod:`~perfgate.history.lines`: the lines of commits a bisection walks (main's, a merge's).
+- :mod:`~perfgate.history.bisect`: bisection over an injected same-job A/B runner, into merges.
+- :mod:`~perfgate.history.verdicts`: a run's gate verdict, from the report beside it.
+- :mod:`~perfgate.history.triage`: triage of a red main (:mod:`~perfgate.history.culprits`,
+  :mod:`~perfgate.history.triage_report`, :mod:`~perfgate.history.github`).
 
 Heavy imports (scipy, ruptures, matplotlib) stay inside the functions that need them.
 """

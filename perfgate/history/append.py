@@ -6,7 +6,9 @@ its head side, :mod:`perfgate.history.ab_records`). Every file is read and check
 first is added, so one malformed file adds nothing
 (the command exits 2 naming it). Adding a run already kept, from any path, adds nothing. After
 adding, the per-round samples of each series' older runs are dropped (``samples_kept``): the
-medians and CIs stay forever, the samples only as long as the push gate may pool them.
+medians and CIs stay forever, the samples only as long as the push gate may pool them. With
+``verdicts``, each results file is kept with the gate verdict of the comparison report beside it
+(:mod:`perfgate.history.verdicts`).
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate.history.ab_records import is_ab_samples, read_ab_run
-from perfgate.history.records import Run, read_run
+from perfgate.history.records import AB_MODE, RecordError, Run, read_run
 from perfgate.history.store import Store
+from perfgate.history.verdicts import with_verdict
 
 
 @dataclass(frozen=True)
@@ -48,9 +51,19 @@ def append_runs(
     *,
     branch: str | None = None,
     samples_kept: int | None = None,
+    verdicts: bool = False,
 ) -> list[Added]:
     """Keep the runs of ``paths`` (all read and checked first), in the order given."""
-    return add_runs(store, [read_any(p, branch=branch) for p in paths], samples_kept=samples_kept)
+    runs = [read_any(p, branch=branch) for p in paths]
+    if verdicts:
+        runs = [_with_verdict(run) for run in runs]
+    return add_runs(store, runs, samples_kept=samples_kept)
+
+
+def _with_verdict(run: Run) -> Run:
+    if run.mode == AB_MODE:
+        raise RecordError(f"--verdicts: {run.source}: an A/B samples file has no gate verdict")
+    return with_verdict(run)
 
 
 def add_runs(store: Store, runs: Iterable[Run], *, samples_kept: int | None = None) -> list[Added]:

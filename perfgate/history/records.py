@@ -30,6 +30,10 @@ SEGMENT_FIELDS = bl.ENVIRONMENT_KEYS
 # interleaved with another revision, kept as a series of their own.
 AB_MODE = "ab"
 CI_LEVEL = 0.95  # the level of each median's confidence interval
+# A run's gate verdict, as the store keeps it: "pass" when its comparison exited 0 (no
+# regression, nothing missing, nothing inconclusive that fails the gate), "fail" when it exited 1.
+PASS, FAIL = "pass", "fail"
+VERDICTS = (PASS, FAIL)
 
 
 class RecordError(ValueError):
@@ -61,6 +65,7 @@ class Run:
     run_time: str | None  # ISO 8601, UTC
     fingerprint: dict[str, Any]
     results: tuple[Result, ...] = field(repr=False)
+    verdict: str | None = None  # VERDICTS, or None: not recorded (not part of the identity)
 
     @property
     def segment(self) -> str:

@@ -3,7 +3,8 @@
 One row per benchmark per run (:class:`Row`): device key, timing mode, benchmark, commit,
 commit date, run date, fingerprint, median, the CI of the median, rounds and the run's source
 file, plus the branch, the fingerprint segment and the per-round samples of the newest runs
-(the push gate pools them). Commands speak only to :class:`Store`, so a server database shared
+(the push gate pools them), and the run's gate verdict when it was recorded (:data:`VERDICTS`:
+the triage's good commit is the newest main run that passed). Commands speak only to :class:`Store`, so a server database shared
 by a fleet of runners (PostgreSQL through a URL) is one more implementation of it;
 :func:`open_store` names the ones there are.
 
@@ -27,9 +28,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from perfgate.history.records import Run
+from perfgate.history.records import VERDICTS, Run
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # MIGRATIONS[v] takes a store of version v - 1 (0: an empty file) to version v.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -62,6 +63,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE INDEX results_by_benchmark ON results (benchmark)",
         "CREATE INDEX runs_by_series ON runs (device_key, mode)",
     ),
+    # the gate's verdict on the run (bench --history, history add --verdicts); NULL: not recorded
+    2: ("ALTER TABLE runs ADD COLUMN verdict TEXT",),
 }
 _ORDER = "COALESCE(r.commit_time, r.run_time, ''), COALESCE(r.run_time, ''), r.id"
 _NEWEST_FIRST = (
@@ -99,6 +102,7 @@ class Row:
     ci_high: float
     rounds: int
     has_samples: bool
+    verdict: str | None = None  # one of VERDICTS, or None: the run's verdict was not recorded
 
 
 @dataclass(frozen=True)
@@ -266,13 +270,15 @@ class SQLiteStore(Store):
 
     # -- Store -----------------------------------------------------------------------------------
     def add_run(self, run: Run) -> bool:
+        if run.verdict not in (None, *VERDICTS):
+            raise ValueError(f"verdict must be one of {VERDICTS} or None, got {run.verdict!r}")
         with self._transaction():
             if self._db.execute("SELECT 1 FROM runs WHERE digest = ?", (run.digest,)).fetchone():
                 return False
             cur = self._db.execute(
                 "INSERT INTO runs (digest, source, device_key, mode, branch, git_commit, "
-                "commit_time, run_time, fingerprint, segment, added_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "commit_time, run_time, fingerprint, segment, added_at, verdict) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     run.digest,
                     run.source,
@@ -285,6 +291,7 @@ class SQLiteStore(Store):
                     json.dumps(run.fingerprint, sort_keys=True),
                     run.segment,
                     datetime.now(timezone.utc).isoformat(),
+                    run.verdict,
                 ),
             )
             self._db.executemany(
@@ -323,13 +330,13 @@ class SQLiteStore(Store):
         sql = (
             "SELECT r.id, r.digest, r.source, r.device_key, r.mode, r.branch, r.git_commit, "
             "r.commit_time, r.run_time, r.fingerprint, r.segment, x.benchmark, x.grp, x.median, "
-            "x.ci_low, x.ci_high, x.rounds, x.samples IS NOT NULL "
+            "x.ci_low, x.ci_high, x.rounds, x.samples IS NOT NULL, r.verdict "
             "FROM results x JOIN runs r ON r.id = x.run_id"
             + (" WHERE " + " AND ".join(where) if where else "")
             + f" ORDER BY r.device_key, r.mode, x.benchmark, {_ORDER}"
         )
         return [
-            Row(*row[:9], json.loads(row[9]), *row[10:17], bool(row[17]))
+            Row(*row[:9], json.loads(row[9]), *row[10:17], bool(row[17]), row[18])
             for row in self._db.execute(sql, params)
         ]
 

@@ -3,7 +3,8 @@ anything is measured, the append after a run, and ``bench --against history``.
 
 - ``--history`` appends the run's results to the store (``--db PATH``, default ``db`` of
   ``[tool.perfgate-history]``), as ``history add`` of its results file would: ``bench`` its
-  ``<mode>.json`` (after any adaptive looks), ``update-baselines`` the pooled file it wrote as the
+  ``<mode>.json`` (after any adaptive looks) with the gate's verdict on it (``pass``/``fail``;
+  none when there was no baseline to judge it against), ``update-baselines`` the pooled file it wrote as the
   baseline (one run of its commit), ``ab`` the head side of ``ab.samples.json``
   (:mod:`perfgate.history.ab_records`). A run that did not complete appends nothing.
 - A run the history refuses to keep (uncommitted changes, no commit) is not appended: one
@@ -105,16 +106,21 @@ def check(args: argparse.Namespace, outputs: Iterable[Path] = ()) -> None:
             raise HistoryOptionError(f"--db {db}: is also an output of this run ({out})")
 
 
-def keep(args: argparse.Namespace, results: Path, rc: int, prog: str) -> int:
-    """Append the run of ``results`` when ``--history`` is given; the exit code to return."""
+def keep(
+    args: argparse.Namespace, results: Path, rc: int, prog: str, verdict: str | None = None
+) -> int:
+    """Append the run of ``results`` when ``--history`` is given, with the gate's ``verdict``
+    on it (bench's; None: not judged); the exit code to return."""
     if not args.history:
         return rc
+    import dataclasses
+
     from perfgate.history import config, store
     from perfgate.history.append import add_runs, read_any
     from perfgate.history.records import RecordError
 
     try:  # read first: a run that cannot be kept creates no store
-        run = read_any(results, branch=args.history_branch)
+        run = dataclasses.replace(read_any(results, branch=args.history_branch), verdict=verdict)
     except RecordError as exc:
         print(f"perfgate {prog}: WARNING: --history: not appended: {_line(exc)}", file=sys.stderr)
         return rc
@@ -128,9 +134,11 @@ def keep(args: argparse.Namespace, results: Path, rc: int, prog: str) -> int:
         return max(rc, 2)
     r = done.run
     state = "appended" if done.added else "already kept"
+    judged = f", verdict {r.verdict}" if r.verdict else ""
     print(
         f"perfgate {prog}: --history: {state}: {r.source} ({r.device_key}, {r.mode}, "
-        f"{len(r.results)} benchmarks, commit {r.commit[:12]}, branch {r.branch or '-'}) in {db}"
+        f"{len(r.results)} benchmarks, commit {r.commit[:12]}, branch {r.branch or '-'}{judged}) "
+        f"in {db}"
     )
     return rc
 

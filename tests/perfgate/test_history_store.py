@@ -173,6 +173,31 @@ def test_schema_migrates_from_empty_and_refuses_a_newer_one(tmp_path):
             store.open_store(db, write=write)
 
 
+def test_a_schema_1_store_is_migrated_and_keeps_its_runs_without_verdicts(tmp_path):
+    """Schema 2 added the runs' gate verdict; a store of schema 1 (a run kept) is migrated by
+    the next write, its runs' verdicts unknown, and refused read-only until then."""
+    db = tmp_path / "h.sqlite"
+    with sqlite3.connect(db) as c:
+        for statement in store.MIGRATIONS[1]:
+            c.execute(statement)
+        c.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+        c.execute(
+            "INSERT INTO runs (digest, source, device_key, mode, git_commit, fingerprint, "
+            "segment, added_at) VALUES ('d', 's.json', 'k', 'device', 'c', '{}', 'g', 'now')"
+        )
+        c.execute("INSERT INTO results VALUES (1, 'b', NULL, 1.0, 0.9, 1.1, 3, NULL)")
+    with pytest.raises(store.OlderSchemaError, match="schema version 1 is older"):
+        store.open_store(db, write=False)
+    with store.open_store(db, write=True) as s:
+        run = records.read_run(REAL[0])
+        assert s.add_run(records.Run(**{**run.__dict__, "verdict": "pass"}))
+        with pytest.raises(ValueError, match="verdict must be one of"):
+            s.add_run(records.Run(**{**run.__dict__, "digest": "x", "verdict": "passed"}))
+    with store.open_store(db, write=False) as s:
+        verdicts = {(r.source, r.verdict) for r in s.rows()}
+    assert verdicts == {("s.json", None), (str(REAL[0]), "pass")}
+
+
 def test_samples_are_kept_for_the_newest_runs_only(tmp_path):
     runs = write_history(tmp_path / "runs", runs=5, step_at=None, new_torch_at=None, max_rounds=12)
     with store.open_store(tmp_path / "h.sqlite", write=True) as s:

@@ -89,6 +89,78 @@ def test_bench_history_appends_each_run_with_its_samples(gpu, capsys):
         assert samples[(row.run_id, name)] == tuple(values)
 
 
+def _verdicts(db: Path) -> list:
+    with sqlite3.connect(db) as c:
+        return [r[0] for r in c.execute("SELECT verdict FROM runs ORDER BY id")]
+
+
+def test_bench_history_keeps_the_gates_verdict(gpu, capsys):
+    argv = ["bench", "--history", "--db", str(gpu["db"]), *gpu["dirs"]]
+    assert main([*argv, "--allow-missing-baseline"]) == 0  # nothing to judge against: no verdict
+    assert main(["update-baselines", *gpu["dirs"]]) == 0
+    assert main(argv) == 0
+    gpu["factor"] = 1.3
+    assert main(argv) == 1
+    assert _verdicts(gpu["db"]) == [None, "pass", "fail"]
+    out = capsys.readouterr().out
+    assert out.count(", verdict pass) in") == 1 and out.count(", verdict fail) in") == 1
+
+
+def _results_with_report(gpu, factor: float) -> tuple[Path, Path]:
+    """A bench run (judged against a stored baseline) moved to its own directory, as the
+    history job finds it in the artifact."""
+    gpu["factor"] = factor
+    main(["bench", *gpu["dirs"]])
+    where = gpu["tmp"] / f"artifact-{factor}"
+    where.mkdir()
+    for name in ("device.json", "device.compare.json"):
+        (gpu["tmp"] / "r" / name).rename(where / name)
+    return where / "device.json", where / "device.compare.json"
+
+
+def test_history_add_verdicts_reads_the_report_beside_each_run(gpu, capsys):
+    assert main(["update-baselines", *gpu["dirs"]]) == 0
+    good, _ = _results_with_report(gpu, 1.0)
+    bad, _ = _results_with_report(gpu, 1.3)
+    capsys.readouterr()
+    add = ["history", "add", "--db", str(gpu["db"]), "--branch", "main", "--verdicts"]
+    assert main([*add, str(good), str(bad)]) == 0
+    assert _verdicts(gpu["db"]) == ["pass", "fail"]
+    assert ", verdict pass)" in capsys.readouterr().out
+    with store.open_store(gpu["db"], write=False) as s:
+        assert {r.verdict for r in s.rows() if r.source == str(good)} == {"pass"}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (None, "no comparison report"),
+        (
+            lambda r: r["summary"].update(current="elsewhere/host.json"),
+            "it compared elsewhere/host.json",
+        ),
+        (lambda r: r["summary"].update(mode="host"), "it is of nvidia-h200 in host mode"),
+        (lambda r: r["benchmarks"].pop(), "it judged other benchmarks than the run holds"),
+        (lambda r: r["summary"].update(exit_code=2), "exit_code 2 is no verdict"),
+        (lambda r: r.pop("summary"), "not a perfgate comparison report"),
+    ],
+)
+def test_history_add_verdicts_refuses_a_report_of_another_run(gpu, capsys, change, message):
+    assert main(["update-baselines", *gpu["dirs"]]) == 0
+    results, report = _results_with_report(gpu, 1.0)
+    if change is None:
+        report.unlink()
+    else:
+        data = json.loads(report.read_text())
+        change(data)
+        report.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert main(["history", "add", "--db", str(gpu["db"]), "--verdicts", str(results)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--verdicts: " in err and message in err
+    assert not gpu["db"].exists() or _verdicts(gpu["db"]) == []
+
+
 def test_a_dirty_run_is_not_appended_and_keeps_its_exit_code(gpu, capsys):
     gpu["fingerprint"] = {"git_dirty": True}
     assert main(["update-baselines", *gpu["dirs"]]) == 0

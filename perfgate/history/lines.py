@@ -1,0 +1,114 @@
+"""The lines of commits a bisection walks, read from git.
+
+- :func:`commit_range`: GOOD, then the first-parent line from it to BAD (main's line).
+- :meth:`GitLines.merged_branch`: what a merge brought in, as a line of its own: the commit the
+  merged branch starts from, then the second parent's first-parent ancestors that the first
+  parent does not hold, oldest first. For a branch that never merged main back, that start is
+  the merge base of the two parents. A branch that did merge main back has its line start at
+  its fork point all the same (the merge base is then a commit of main that the branch's line
+  never passes through), and the merge of main back into it is a merge on that line, descended
+  into in turn.
+
+Every git child is started through :mod:`perfgate.spawn` (a killed bisection leaves none), with
+``safe.directory=*``: inside the ROCm container the mounted checkout belongs to another user.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from perfgate import spawn
+
+
+class RevisionError(ValueError):
+    """A revision or range that cannot be bisected; one line."""
+
+
+def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
+    cmd = ["git", "-c", "safe.directory=*", *args]
+    return spawn.run(cmd, cwd=repo, capture_output=True, text=True, check=False)
+
+
+def resolve(repo: Path, rev: str, option: str) -> str:
+    proc = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise RevisionError(f"{option} {rev}: not a commit of {repo}")
+    return proc.stdout.strip()
+
+
+def commit_range(repo: Path, good: str, bad: str) -> list[str]:
+    """GOOD, then the first-parent path from it to BAD, oldest first."""
+    g, b = resolve(repo, good, "--good"), resolve(repo, bad, "--bad")
+    if g == b:
+        raise RevisionError(f"--good {good} and --bad {bad} are the same commit")
+    if git(repo, "merge-base", "--is-ancestor", g, b).returncode != 0:
+        raise RevisionError(f"--good {good} is not an ancestor of --bad {bad}")
+    proc = git(repo, "rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{g}..{b}")
+    path = proc.stdout.split()
+    if proc.returncode != 0 or not path or path[-1] != b:
+        raise RevisionError(f"--bad {bad}: no first-parent path from --good {good}")
+    first = git(repo, "rev-parse", f"{path[0]}^").stdout.strip()
+    if first != g:
+        raise RevisionError(
+            f"--good {good} is not on the first-parent line of --bad {bad} (a merged branch); "
+            "give a commit of that line"
+        )
+    return [g, *path]
+
+
+def is_tracked(repo: Path, path: Path) -> bool:
+    """Whether git tracks ``path`` in ``repo`` (a path outside it is not tracked)."""
+    proc = git(repo, "ls-files", "--error-unmatch", "--", str(Path(path).resolve()))
+    return proc.returncode == 0
+
+
+class GitLines:
+    """The merges of one repository, as :func:`perfgate.history.bisect.bisect_merges` asks, and
+    what the triage asks of its commits."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = Path(repo)
+
+    def parents(self, commit: str) -> list[str]:
+        proc = git(self.repo, "rev-list", "--parents", "-n", "1", commit)
+        if proc.returncode != 0 or not proc.stdout.split():
+            raise RevisionError(f"{commit}: not a commit of {self.repo}")
+        return proc.stdout.split()[1:]
+
+    def merged_branch(self, commit: str) -> list[str] | None:
+        """The line ``commit`` merged in (see the module's docstring), its start first; None
+        when ``commit`` is not a merge. RevisionError (one line) for a merge that cannot be
+        descended into: an octopus, or a branch with no commit of its own."""
+        parents = self.parents(commit)
+        if len(parents) < 2:
+            return None
+        if len(parents) > 2:
+            raise RevisionError(
+                f"{commit[:12]} merges {len(parents) - 1} branches at once (an octopus merge): "
+                "not descended into"
+            )
+        first, second = parents
+        proc = git(self.repo, "rev-list", "--reverse", "--first-parent", second, f"^{first}")
+        own = proc.stdout.split()
+        if proc.returncode != 0 or not own:
+            raise RevisionError(
+                f"{commit[:12]}'s second parent {second[:12]} is already in its first parent "
+                f"{first[:12]}: the merge brought no commit of its own"
+            )
+        start = self.parents(own[0])
+        if not start:
+            raise RevisionError(
+                f"the branch {commit[:12]} merged starts at a root commit {own[0][:12]}: "
+                "nothing to compare its first commit with"
+            )
+        return [start[0], *own]
+
+    def is_ancestor(self, ancestor: str, commit: str) -> bool:
+        """Whether ``ancestor`` is ``commit`` or one of its ancestors."""
+        return git(self.repo, "merge-base", "--is-ancestor", ancestor, commit).returncode == 0
+
+    def subject(self, commit: str) -> str:
+        """The commit's one-line subject ('' when git cannot say)."""
+        proc = git(self.repo, "log", "-1", "--format=%s", commit)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
