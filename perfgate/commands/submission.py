@@ -125,6 +125,7 @@ def split_args(args: list[str]) -> tuple[bool, list[str]]:
 def _test(args: argparse.Namespace) -> int:
     from perfgate import spawn
     from perfgate.submission import load
+    from perfgate.submission.pytest_plugin import running_path
 
     tests = REPO / CONTRACT_TESTS
     if not tests.is_dir():
@@ -140,12 +141,24 @@ def _test(args: argparse.Namespace) -> int:
         results = Path(tmp) / "results.json"
         cmd = [
             sys.executable, "-m", "pytest", CONTRACT_TESTS, "-m", "not bench",
-            "-p", "no:cacheprovider", "--tb=no", f"--submission={path}",
+            # no crash dump: a file that kills the process gets one line naming the test
+            "-p", "no:cacheprovider", "-p", "no:faulthandler", "--tb=no", f"--submission={path}",
             f"--submission-results={results}", *extra,
         ]  # fmt: skip
         print(f"perfgate submission test: {' '.join(cmd[1:])}", flush=True)
         rc = spawn.run(cmd, cwd=REPO, check=False).returncode
         ran = json.loads(results.read_text()) if results.is_file() else None
+        running = running_path(results)
+        inside = running.read_text().strip() if running.is_file() else None
+    if ran is None and inside is not None:
+        # the file ended the test process inside a test: the leaderboard would fail it too
+        how = f"killed by {_signal_name(-rc)}" if rc < 0 else f"exited {rc}"
+        print(
+            f"perfgate submission test: {args.file} fails: the test process {how} inside "
+            f"{_name({'nodeid': inside})} (the submission ended it)",
+            file=sys.stderr,
+        )
+        return 1
     if rc == PYTEST_NO_TESTS:
         return _error("test", "the pytest selection matched no contract test")
     if rc not in (PYTEST_OK, PYTEST_FAILED):
@@ -183,6 +196,15 @@ def _test(args: argparse.Namespace) -> int:
         code = 1
     print(verdict.summary(strict))
     return code
+
+
+def _signal_name(number: int) -> str:
+    import signal
+
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _name(test: dict) -> str:

@@ -186,6 +186,9 @@ def probe(path: str | os.PathLike[str], *, timeout_s: float = 900.0) -> None:
         lines = [ln for ln in done.stderr.splitlines() if ln.strip()]
         reason = lines[-1] if lines else f"the probe exited {done.returncode}"
         raise SubmissionError(reason.removeprefix("perfgate submission: error: "))
+    if LOADED not in done.stdout.splitlines():
+        # exit 0 without the probe's word: the file ended the process while it was imported
+        raise SubmissionError(f"{path}: importing it ended the process (exit 0, os._exit?)")
 
 
 def load_argument(argv: list[str] | None, module: str, prog: str) -> Submission | None:
@@ -202,9 +205,17 @@ def load_argument(argv: list[str] | None, module: str, prog: str) -> Submission 
         return None
 
 
+# what the probe prints once FILE has loaded: exit 0 alone could be the file's own os._exit(0)
+LOADED = "perfgate submission: loaded"
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m perfgate.submission.load FILE``: exit 0 when FILE loads, else 2 and one line."""
-    return 0 if load_argument(argv, PROBE_MODULE, "perfgate submission") is not None else 2
+    """``python -m perfgate.submission.load FILE``: exit 0 and :data:`LOADED` when FILE loads,
+    else 2 and one line."""
+    if load_argument(argv, PROBE_MODULE, "perfgate submission") is None:
+        return 2
+    print(LOADED, flush=True)
+    return 0
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ workers send.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -100,12 +101,25 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(Results(path), "perfgate-submission-results")
 
 
+def running_path(results: str | Path) -> Path:
+    """Where :class:`Results` names the test in progress (``RESULTS.running``): left behind
+    when the file under test ends the process inside a test (a signal, ``os._exit``)."""
+    return Path(f"{results}.running")
+
+
 class Results:
-    """Collects every tiered test's reports; writes them when the session ends."""
+    """Collects every tiered test's reports; writes them when the session ends. While a test
+    runs, its node id stands in :func:`running_path`."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.tests: dict[str, dict[str, Any]] = {}
+
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        running_path(self.path).write_text(nodeid + "\n")
+
+    def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        running_path(self.path).unlink(missing_ok=True)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         tier = tier_of(report.keywords)

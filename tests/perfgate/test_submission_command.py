@@ -6,8 +6,9 @@
   of a block scaled to 2**126 stays finite (exit 0, the departures listed; exit 1 with
   ``--strict``); its twin with a wrong scale rule fails the leaderboard tier (exit 1 naming the
   check); a one-bit plant is a strict departure only;
-- a file that cannot be used, a selection without a leaderboard check, a session the file ends
-  with ``os._exit(0)``: exit 2 with one line;
+- a file that cannot be used (one that ends the process while it is imported too), a selection
+  without a leaderboard check: exit 2 with one line; a file that ends the test process inside a
+  test (``os._exit(0)``, a segfault): a failed submission, exit 1 with one line naming the test;
 - ``--submission`` is visible to a whole-tree pytest run (nox -s test).
 """
 
@@ -195,16 +196,34 @@ def test_a_selection_without_a_leaderboard_check_is_no_verdict():
     )
 
 
-def test_a_file_that_ends_the_process_never_passes(tmp_path):
-    # os._exit(0) in custom_kernel: pytest's exit status is 0, but the session never ended
+@pytest.mark.parametrize(
+    ("body", "how"),
+    [("import os\n    os._exit(0)", "exited 0"), ("import ctypes\n    ctypes.string_at(0)", "killed by SIGSEGV")],
+    ids=["os-exit-0", "segfault"],
+)  # fmt: skip
+def test_a_file_that_ends_the_test_process_fails_in_one_line(tmp_path, body, how):
+    # pytest's exit status is 0 (os._exit) or -11 (SIGSEGV), and the session never ended: the
+    # submission failed, named with the test it ended, and no crash dump
     quits = tmp_path / "quits.py"
-    quits.write_text("import os\n\n\ndef custom_kernel(data):\n    os._exit(0)\n")
+    quits.write_text(f"def custom_kernel(data):\n    {body}\n")
     done = _perfgate("submission", "test", str(quits), "-q")
-    assert done.returncode == 2, _tail(done)
-    assert done.stderr.splitlines() == [
-        "perfgate submission test: error: pytest exited 0 but the session never reached its end "
-        f"(no results written): {quits} or a test ended the process; no verdict"
-    ]
+    assert done.returncode == 1, _tail(done)
+    (line,) = [ln for ln in done.stderr.splitlines() if ln.strip()]
+    assert line.startswith(
+        f"perfgate submission test: {quits} fails: the test process {how} inside "
+    )
+    assert line.endswith("(the submission ended it)") and "Fatal Python error" not in done.stdout
+
+
+def test_a_file_that_ends_the_process_when_imported_is_exit_2_in_one_line(tmp_path):
+    quits = tmp_path / "quits.py"
+    quits.write_text("import os\n\nos._exit(0)\n\n\ndef custom_kernel(data):\n    return data\n")
+    done = _perfgate("submission", "test", str(quits))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == (
+        f"perfgate submission test: error: {quits}: importing it ended the process "
+        "(exit 0, os._exit?)\n"
+    )
 
 
 @pytest.mark.parametrize(
@@ -256,3 +275,43 @@ def test_a_bad_submission_option_stops_the_session_in_one_line(tmp_path):
 
 def test_export_renders_what_the_command_wrote(exported):
     assert exported.read_text() == export.render().text
+
+
+def test_a_killed_submission_test_takes_its_pytest_child_with_it(tmp_path):
+    # the file's custom_kernel runs in the pytest child: it writes that process's pid and waits
+    import os
+    import signal
+    import time
+
+    mark = tmp_path / "pid"
+    slow = tmp_path / "slow.py"
+    slow.write_text(
+        "import os, time\n\n\ndef custom_kernel(data):\n"
+        f"    open({str(mark)!r}, 'w').write(str(os.getpid()))\n    time.sleep(120)\n"
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-m", "perfgate", "submission", "test", str(slow), "-x"],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        end = time.monotonic() + 120
+        while not (mark.is_file() and mark.read_text()) and time.monotonic() < end:
+            time.sleep(0.1)
+        child = int(mark.read_text())
+        parent.send_signal(signal.SIGKILL)
+        parent.wait(timeout=30)
+        end = time.monotonic() + 10
+        while time.monotonic() < end:
+            try:
+                os.kill(child, 0)
+                state = Path(f"/proc/{child}/status").read_text()
+            except (ProcessLookupError, FileNotFoundError):
+                break
+            if "\nState:\tZ" in state:
+                break
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the pytest child outlived its killed parent")
+    finally:
+        if parent.poll() is None:
+            parent.kill()
