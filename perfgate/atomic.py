@@ -26,9 +26,11 @@ output that cannot be written, or that names an input or another output, is refu
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import os
+import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -123,17 +125,22 @@ def _alive(pid: int) -> bool:
 
 
 # -- the output-path check -----------------------------------------------------------------------
-def check_outputs(outputs: Paths, inputs: Paths | None = None) -> None:
-    """Refuse outputs that cannot be written, or that would replace an input or each other.
+def check_outputs(outputs: Paths, inputs: Paths | None = None, *, baselines: bool = False) -> None:
+    """Refuse outputs that cannot be written, that would replace an input or each other, or that
+    lie in the repository's own files.
 
     ``outputs`` and ``inputs`` give how the user named each path (``--json``, ``BASELINE.json``,
-    ``--out``) and the path, as a mapping or as pairs; ``None`` paths are ignored. Raises
-    :class:`OutputError`: one line naming the option, the path and what was expected. Nothing
-    is created or written.
+    ``--out``) and the path, as a mapping or as pairs; ``None`` paths are ignored. An output may
+    not be a file git tracks in this checkout, nor lie in one of its tracked folders (kernels/,
+    tests/, docs/, ...; new files at the top level and in untracked folders such as .perfgate/
+    are fine); ``baselines`` lets the commands that exist to write them write under
+    perf_baselines/. Raises :class:`OutputError`: one line naming the option, the path and what
+    was expected. Nothing is created or written.
     """
     outs = _pairs(outputs)
     ins = _pairs(inputs or {})
     for label, path in outs:
+        check_not_tracked(label, path, baselines)
         _check_writable(label, path)
     for (la, a), (lb, b) in itertools.combinations(outs, 2):
         if same_file(a, b):
@@ -148,6 +155,76 @@ def check_outputs(outputs: Paths, inputs: Paths | None = None) -> None:
                     f"{lo} {out} is the input {li} {inp}: an output is never written over an "
                     f"input; give {lo} another path"
                 )
+
+
+REPO = Path(__file__).resolve().parents[1]
+# what the tracked tree is where git cannot say (an exported or installed copy): its folders and
+# top-level files as this checkout has them
+_TRACKED_TOP = frozenset(
+    {"kernels", "perfgate", "tests", "tools", "docs", "docker", "perf_baselines", ".github",
+     ".ci", "pyproject.toml", "README.md", "noxfile.py", ".gitignore", ".dockerignore"}
+)  # fmt: skip
+BASELINES_TOP = "perf_baselines"
+
+
+@functools.cache
+def _tracked(repo: Path) -> frozenset[str] | None:
+    """The paths git tracks in ``repo``, relative and in POSIX form (None: not a git checkout,
+    or no git)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(repo), "ls-files", "-z"], capture_output=True, check=False
+        )
+    except OSError:
+        return None
+    if done.returncode != 0:
+        return None
+    return frozenset(p for p in done.stdout.decode().split("\0") if p)
+
+
+def check_not_tracked(label: str, path: Path, baselines: bool = False) -> None:
+    """OutputError when ``path`` is, or lies inside, the repository's tracked files (a file
+    written in place, such as the history store, as much as an output)."""
+    resolved = Path(os.path.realpath(path))
+    try:
+        rel = resolved.relative_to(REPO)
+    except ValueError:
+        return  # outside the checkout
+    tracked = _tracked(REPO)
+    parts = rel.parts
+    if not parts:
+        raise OutputError(f"{label} {path}: is the repository's root, expected a path of its own")
+    if baselines and parts[0] == BASELINES_TOP:
+        return
+    posix = rel.as_posix()
+    if tracked is None:
+        is_tracked = posix in _TRACKED_TOP
+        in_folder = parts[0] in _TRACKED_TOP and len(parts) > 1
+    else:
+        is_tracked = posix in tracked or any(t.startswith(posix + "/") for t in tracked)
+        in_folder = len(parts) > 1 and any(t.startswith(parts[0] + "/") for t in tracked)
+    if is_tracked or in_folder:
+        what = (
+            "a tracked file or folder of the repository"
+            if is_tracked
+            else (f"inside the repository's tracked folder {parts[0]}/")
+        )
+        raise OutputError(
+            f"{label} {path}: is {what}; an output never replaces or joins the project's own "
+            "files: give a path outside them (e.g. under .perfgate/)"
+        )
+
+
+def check_output_dirs(dirs: Paths, *, baselines: bool = False) -> None:
+    """:func:`check_outputs` for options that name a directory the command writes files into
+    (``--results-dir``, ``--out DIR``): not a file, not one of the repository's tracked folders
+    nor inside one (``baselines``: perf_baselines/ is allowed), and creatable. OutputError, one
+    line; nothing is created."""
+    for label, path in _pairs(dirs):
+        check_not_tracked(label, path, baselines)
+        if path.exists() and not path.is_dir():
+            raise OutputError(f"{label} {path}: is a file, expected a directory")
+        _check_writable(label, path / ".perfgate-probe-target")
 
 
 def _pairs(paths: Paths) -> list[tuple[str, Path]]:

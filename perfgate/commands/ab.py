@@ -93,6 +93,16 @@ def report(
     )
 
 
+def check_outputs(args: argparse.Namespace, inputs: dict) -> None:
+    """What ab writes passes perfgate's output rule: --results-dir a directory outside the
+    project's files, and no report over an input or the settings file (OutputError)."""
+    from perfgate import atomic
+    from perfgate.gate.compare import check_outputs as check_reports
+
+    atomic.check_output_dirs({"--results-dir": args.results_dir})
+    check_reports(outputs(args), inputs)
+
+
 def outputs(args: argparse.Namespace) -> dict[str, Path]:
     """What ``ab`` writes, by the option that names it: the report as JSON and markdown (by
     default in ``--results-dir``) and the samples of both sides."""
@@ -178,9 +188,7 @@ def _run(args: argparse.Namespace) -> int:
     if shutil.which("git") is None:
         return base.error("ab", "git is not on PATH (the base is a git worktree)")
     try:
-        from perfgate.gate.compare import check_outputs
-
-        check_outputs(outputs(args), {})
+        check_outputs(args, {})
         from perfgate.measure.ab import check_mode_options, default_groups
 
         check_mode_options(settings.overrides_from(args), args.mode)
@@ -217,13 +225,12 @@ def _measure(args: argparse.Namespace, gate) -> int:
 
 def _submissions(args: argparse.Namespace, gate) -> int:
     from perfgate.gate import settings
-    from perfgate.gate.compare import check_outputs
     from perfgate.measure import ab
 
     try:
         files = submission_sides.check_files(args)
-        check_outputs(outputs(args), {"--base-submission": files["base"],
-                                      "--head-submission": files["head"]})  # fmt: skip
+        check_outputs(args, {"--base-submission": files["base"],
+                             "--head-submission": files["head"]})  # fmt: skip
         ab.check_mode_options(settings.overrides_from(args), args.mode)
         args.groups = args.groups or ab.default_groups(args.mode)
         found = catalog.cases(tuple(args.groups.split(",")), args.keyword, mode=args.mode)

@@ -144,7 +144,7 @@ def _gate_settings(command: str, args: argparse.Namespace):
 
     try:
         paths.stem(MODE_NAMES[0], getattr(args, "tag", None))
-        check_dirs(args)
+        check_dirs(args, command)
         history.check(args)
         return settings.from_args(args)
     except (settings.SettingsError, ValueError) as exc:
@@ -152,13 +152,18 @@ def _gate_settings(command: str, args: argparse.Namespace):
         return None
 
 
-def check_dirs(args: argparse.Namespace) -> None:
-    """The results must be writable and never land among the baselines (results/<mode>.json
-    would then be a baseline, overwritten by every run): OutputError, one line, otherwise."""
+def check_dirs(args: argparse.Namespace, command: str = "bench") -> None:
+    """The results must be writable, never land among the baselines (results/<mode>.json
+    would then be a baseline, overwritten by every run) nor among the project's files; the
+    baselines update-baselines writes go under --baselines-dir alone: OutputError, one line,
+    otherwise."""
     from perfgate import atomic
 
     results, baselines = Path(args.results_dir), Path(args.baselines_dir)
+    atomic.check_output_dirs({"--results-dir": results})
     atomic.check_outputs({"--results-dir": results / f"{paths.stem(MODE_NAMES[0], args.tag)}.md"})
+    if command == "update-baselines":
+        atomic.check_output_dirs({"--baselines-dir": baselines}, baselines=True)
     inside = Path(os.path.realpath(results))
     root = Path(os.path.realpath(baselines))
     if inside == root or root in inside.parents:
@@ -387,7 +392,9 @@ def _update_isa(args: argparse.Namespace) -> int:
 
     outs = {target: Path(args.baselines_dir) / "isa" / f"{target}.json" for target in TARGETS}
     try:
-        atomic.check_outputs({f"--baselines-dir ({t})": out for t, out in outs.items()})
+        atomic.check_outputs(
+            {f"--baselines-dir ({t})": out for t, out in outs.items()}, baselines=True
+        )
     except atomic.OutputError as exc:
         print(f"perfgate update-baselines: error: {exc}", file=sys.stderr)
         return 2

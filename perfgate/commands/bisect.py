@@ -92,6 +92,14 @@ def _run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from perfgate import atomic
+
+    try:
+        atomic.check_output_dirs({"--results-dir": args.results_dir})
+        atomic.check_outputs({"--json": args.json_out})
+    except atomic.OutputError as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return 2
     if args.json_out is not None and args.json_out.resolve().is_relative_to(
         args.results_dir.resolve()
     ):

@@ -222,6 +222,7 @@ def _run(args: argparse.Namespace) -> int:
             inputs = {"--reanalyse": args.reanalyse, "meta.json": _meta_path(args.reanalyse)}
         else:
             names += ["samples.npz", "meta.json"]
+        atomic.check_output_dirs({"--out": out})
         check_outputs([("--out", out / name) for name in names], inputs)
         if args.reanalyse:
             trials = load_samples(args.reanalyse)
@@ -336,6 +337,7 @@ def _run_processes(args: argparse.Namespace) -> int:
             inputs[f"meta.json {i + 1}"] = _meta_path(path)
         if not args.reanalyse:
             names += ["samples.npz", "meta.json"]
+        atomic.check_output_dirs({"--out": out})
         check_outputs([("--out", out / name) for name in names], inputs)
         if args.reanalyse:
             trials, metas = pe.load(args.reanalyse)

@@ -136,6 +136,7 @@ def _fail(args: argparse.Namespace, message: str) -> int:
 
 def _guarded(body):
     def run(args: argparse.Namespace) -> int:
+        from perfgate.atomic import OutputError
         from perfgate.history.config import HistoryConfigError
         from perfgate.history.records import RecordError
         from perfgate.history.site import SiteError
@@ -143,7 +144,8 @@ def _guarded(body):
 
         try:
             return body(args)
-        except (UsageError, HistoryConfigError, RecordError, StoreError, SiteError) as exc:
+        except (UsageError, HistoryConfigError, RecordError, StoreError, SiteError,
+                OutputError) as exc:  # fmt: skip
             return _fail(args, " ".join(str(exc).split()))
 
     return run
@@ -156,7 +158,11 @@ def _config():
 
 
 def _db(args: argparse.Namespace, cfg) -> Path | str:
-    return args.db if args.db else cfg.db
+    from perfgate import atomic
+
+    db = args.db if args.db else cfg.db
+    atomic.check_not_tracked("--db", Path(db))  # a store is written in place
+    return db
 
 
 def _not_over(out: Path, inputs: list) -> None:
@@ -168,15 +174,18 @@ def _not_over(out: Path, inputs: list) -> None:
             raise UsageError(f"{out}: is also an input; write the output elsewhere")
 
 
-def _selected(args: argparse.Namespace, *outputs: Path | None, guard=None):
+def _selected(args: argparse.Namespace, *outputs: tuple[str, Path | None], guard=None):
     """What list, detect, plot and report start from: ``(config, store location, the rows the
-    filters select)``. ``outputs`` must not be the store; ``guard(store path)`` makes any other
-    check of the outputs; both before the store is opened."""
+    filters select)``. ``outputs`` ((option, path) pairs) pass perfgate.atomic's rule and must
+    not be the store; ``guard(store path)`` makes any other check of the outputs; all before
+    the store is opened."""
+    from perfgate import atomic
     from perfgate.history.store import open_store, sqlite_path
 
     cfg = _config()
     db = _db(args, cfg)
-    for out in outputs:
+    atomic.check_outputs(outputs)
+    for _, out in outputs:
         if out is not None:
             _not_over(out, [db])
     if guard is not None:
@@ -258,7 +267,7 @@ def _list(args: argparse.Namespace) -> int:
 
     from perfgate import atomic
 
-    _, db, rows = _selected(args, args.json_out)
+    _, db, rows = _selected(args, ("--json", args.json_out))
     table = Table(title=f"perfgate history: {len(rows)} rows from {db}")
     for col in (
         "device",
@@ -344,7 +353,7 @@ def _detect(args: argparse.Namespace) -> int:
 
     from perfgate import atomic
 
-    cfg, _, rows = _selected(args, args.json_out)
+    cfg, _, rows = _selected(args, ("--json", args.json_out))
     found = _detection(args, cfg, rows)
     console = Console(width=200)
     table = Table(
@@ -413,7 +422,7 @@ def _plot(args: argparse.Namespace) -> int:
         plot.format_for(args.out)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    cfg, _, rows = _selected(args, args.out)
+    cfg, _, rows = _selected(args, ("--out", args.out))
     fig = plot.overview(rows, _detection(args, cfg, rows))
     plot.save(fig, args.out)
     print(f"wrote {args.out} ({len(rows)} rows)")
@@ -422,10 +431,15 @@ def _plot(args: argparse.Namespace) -> int:
 
 @_guarded
 def _report(args: argparse.Namespace) -> int:
+    from perfgate import atomic
     from perfgate.history import site
     from perfgate.history.store import sqlite_path
 
-    cfg, db, rows = _selected(args, guard=lambda path: site.check_out_dir(args.out, [path]))
+    def guard(path: Path) -> None:
+        atomic.check_output_dirs({"--out": args.out})
+        site.check_out_dir(args.out, [path])
+
+    cfg, db, rows = _selected(args, guard=guard)
     index = site.write_site(
         args.out, rows, _detection(args, cfg, rows), store=str(db), inputs=[sqlite_path(db)]
     )

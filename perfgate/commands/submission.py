@@ -95,8 +95,13 @@ def _error(command: str, message: object) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from perfgate import atomic
     from perfgate.submission import export, manifest
 
+    try:
+        atomic.check_outputs({"--out": args.out})
+    except atomic.OutputError as exc:
+        return _error("export", exc)
     try:
         rendered = export.export(args.out, args.target or manifest.DEFAULT_TARGET)
     except export.ExportError as exc:

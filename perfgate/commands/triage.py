@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
         cfg = config.load()
         reports = tuple(args.reports or (DEFAULT_REPORT,))
         db = args.db or cfg.db
-        _check_outputs(args, reports, db, paths.REPO)
+        _check_outputs(args, reports, db)
         api = (
             None
             if args.no_issues
@@ -202,12 +202,12 @@ def _publish(args: argparse.Namespace) -> int:
         return base.error("triage", exc)
 
 
-def _check_outputs(args, reports, db, repo: Path) -> None:
+def _check_outputs(args, reports, db) -> None:
     from perfgate import atomic
-    from perfgate.history import lines
 
     outputs = {"--summary": args.summary, "--json": args.json_out}
     inputs = [*(("REPORT", r) for r in reports), ("--db", db)]
+    atomic.check_output_dirs({"--results-dir": args.results_dir})
     atomic.check_outputs(outputs, inputs)
     results = args.results_dir.resolve()
     for option, path in outputs.items():
@@ -217,8 +217,6 @@ def _check_outputs(args, reports, db, repo: Path) -> None:
             raise atomic.OutputError(
                 f"{option} {path}: inside --results-dir, where the A/B runs write; put it elsewhere"
             )
-        if lines.is_tracked(repo, path):
-            raise atomic.OutputError(f"{option} {path}: a file git tracks; give another path")
 
 
 def _issues_api(args, github, hint: str):

@@ -57,12 +57,6 @@ def commit_range(repo: Path, good: str, bad: str) -> list[str]:
     return [g, *path]
 
 
-def is_tracked(repo: Path, path: Path) -> bool:
-    """Whether git tracks ``path`` in ``repo`` (a path outside it is not tracked)."""
-    proc = git(repo, "ls-files", "--error-unmatch", "--", str(Path(path).resolve()))
-    return proc.returncode == 0
-
-
 class GitLines:
     """The merges of one repository, as :func:`perfgate.history.bisect.bisect_merges` asks, and
     what the triage asks of its commits."""

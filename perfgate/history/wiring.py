@@ -88,8 +88,14 @@ def check(args: argparse.Namespace, outputs: Iterable[Path] = ()) -> None:
         raise HistoryOptionError("--history-branch: expected a branch name, got ''")
     if not (append or against):
         return
+    from perfgate import atomic
+
     cfg = config.load()  # HistoryConfigError is a ValueError: one line, exit 2
     db = args.db or cfg.db
+    try:
+        atomic.check_not_tracked("--db", Path(store.sqlite_path(db)))
+    except atomic.OutputError as exc:
+        raise HistoryOptionError(str(exc)) from None
     try:
         path = Path(os.path.realpath(store.sqlite_path(db)))
         store.check_usable(db, write=append)

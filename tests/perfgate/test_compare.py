@@ -454,8 +454,23 @@ def test_the_settings_file_is_never_an_output(write_result, bench, capsys):
     before = PYPROJECT.read_bytes()
     path = write_result("b.json", bench(0))
     assert run(path, path, json_out=PYPROJECT)[0] == 2
-    assert "is the input the settings file" in capsys.readouterr().err
+    assert capsys.readouterr().err == (
+        f"perfgate compare: error: --json {PYPROJECT}: is a tracked file or folder of the "
+        "repository; an output never replaces or joins the project's own files: give a path "
+        "outside them (e.g. under .perfgate/)\n"
+    )
     assert PYPROJECT.read_bytes() == before
+
+
+def test_the_settings_file_is_an_input_even_outside_a_checkout(write_result, bench, monkeypatch):
+    # an installed copy, or one git cannot read: the settings file is still never an output
+    from perfgate import atomic
+    from perfgate.gate.compare import check_outputs
+    from perfgate.gate.settings import PYPROJECT
+
+    monkeypatch.setattr(atomic, "check_not_tracked", lambda *a, **k: None)
+    with pytest.raises(atomic.OutputError, match="is the input the settings file"):
+        check_outputs({"--json": PYPROJECT}, {})
 
 
 # --- input classes that once crashed (a traceback is exit 1: CI would read a regression) -----

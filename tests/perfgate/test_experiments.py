@@ -188,8 +188,7 @@ def test_an_out_that_names_a_file_is_one_line_exit_2(tmp_path, capsys):
     blocker.write_text("mine")
     assert _reanalyse(tmp_path / "samples.npz", blocker) == 2
     assert capsys.readouterr().err == (
-        f"perfgate experiment: error: --out {blocker / 'summary.json'}: {blocker} is a file, "
-        "expected a directory\n"
+        f"perfgate experiment: error: --out {blocker}: is a file, expected a directory\n"
     )
     assert blocker.read_text() == "mine"
 

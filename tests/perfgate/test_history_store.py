@@ -141,8 +141,12 @@ def test_stores_that_cannot_be_used(tmp_path, capsys):
     missing = tmp_path / "none.sqlite"
     assert main(["history", "list", "--db", str(missing)]) == 2
     assert "no history there" in capsys.readouterr().err and not missing.exists()
-    assert main(["history", "list", "--db", str(REAL[0])]) == 2
+    results = tmp_path / "results.json"
+    shutil.copyfile(REAL[0], results)
+    assert main(["history", "list", "--db", str(results)]) == 2
     assert "not a usable history database" in capsys.readouterr().err
+    assert main(["history", "list", "--db", str(REAL[0])]) == 2  # a committed baseline
+    assert "is a tracked file or folder of the repository" in capsys.readouterr().err
     foreign = tmp_path / "foreign.sqlite"
     with sqlite3.connect(foreign) as c:
         c.execute("CREATE TABLE t (x)")

@@ -243,7 +243,7 @@ def test_bad_export_arguments_are_exit_2(tmp_path):
     done = _perfgate("submission", "export", "--out", str(tmp_path / "x.py"), "--target", "sm100")
     assert done.returncode == 2 and "--target must be one of gfx950, sm90" in done.stderr
     done = _perfgate("submission", "export", "--out", "kernels/gemm.py")
-    assert done.returncode == 2 and "is an input of the export" in done.stderr
+    assert done.returncode == 2 and "is a tracked file or folder of the repository" in done.stderr
     assert done.stderr.count("\n") == 1
     done = _perfgate("submission", "test", str(tmp_path / "missing.py"))
     assert done.returncode == 2 and "missing.py: no such file" in done.stderr

@@ -368,7 +368,11 @@ def test_a_report_of_another_commit_or_mode_is_refused(tmp_path):
             {"GITHUB_TOKEN": "x", "GITHUB_REPOSITORY": "a/b", "GITHUB_API_URL": "ftp://x"},
             "ftp://x",
         ),
-        (["--no-issues", "--summary", "README.md"], {}, "--summary README.md: a file git tracks"),
+        (
+            ["--no-issues", "--summary", "README.md"],
+            {},
+            "--summary README.md: is a tracked file or folder of the repository",
+        ),
         (["--no-issues", "--repo", "a/b"], {}, "--repo a/b: names where issues go; --no-issues"),
         (["--no-issues", "--json", "REPORT"], {}, "is the input REPORT"),
         (["--no-issues", "--summary", "r/x.md", "--results-dir", "r"], {}, "inside --results-dir"),
