@@ -75,6 +75,7 @@ def _run(args: argparse.Namespace) -> int:
         check_outputs(
             {"--update": own if args.update else None, "--json": args.json_out},
             {"--gate": own if args.gate else None, "--check": args.check},
+            baselines=args.update,  # --update writes this device's count baseline
         )
         if args.json_out:
             atomic.write_json(args.json_out, current)

@@ -72,7 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from perfgate.isa import collect, gate, metrics
 
     try:  # before minutes of compiling: a path that cannot be written is known at once
-        check_outputs({"--json": args.json}, {"--check": args.check})
+        # --json writes the ISA baselines too (update-baselines --isa runs this command)
+        check_outputs({"--json": args.json}, {"--check": args.check}, baselines=True)
     except OutputError as exc:
         print(f"perfgate isa: error: {exc}", file=sys.stderr)
         return 2

@@ -55,12 +55,13 @@ def compare_files(
     return present(report, json_out=json_out, markdown_out=markdown_out, console=console)
 
 
-def check_outputs(outputs: dict, inputs: dict) -> None:
+def check_outputs(outputs: dict, inputs: dict, *, baselines: bool = False) -> None:
     """perfgate.atomic's output check, with the settings file among the inputs: no report is
-    ever written over an input, nor over pyproject.toml."""
+    ever written over an input, nor over pyproject.toml (``baselines``: the command writes
+    baselines, under perf_baselines/)."""
     from perfgate.gate.settings import PYPROJECT
 
-    atomic.check_outputs(outputs, {**inputs, "the settings file": PYPROJECT})
+    atomic.check_outputs(outputs, {**inputs, "the settings file": PYPROJECT}, baselines=baselines)
 
 
 def _checked_settings(settings):

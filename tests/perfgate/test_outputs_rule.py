@@ -130,3 +130,15 @@ def test_no_history_store_is_a_tracked_file(command, capsys, monkeypatch, restor
     argv = [*command.split(), "--db", str(paths.PYPROJECT), *extra.get(command, [])]
     assert main(argv) == 2, capsys.readouterr()
     assert _digest() == before
+
+
+def test_baselines_are_written_only_by_the_commands_that_exist_to():
+    from perfgate import atomic
+
+    baseline = paths.REPO / "perf_baselines" / "isa" / "sm90.json"
+    atomic.check_outputs({"--json": baseline}, baselines=True)  # isa --json, update-baselines
+    atomic.check_output_dirs({"--baselines-dir": paths.REPO / "perf_baselines"}, baselines=True)
+    with pytest.raises(atomic.OutputError, match="tracked file or folder"):
+        atomic.check_outputs({"--json": baseline})  # any other output
+    with pytest.raises(atomic.OutputError, match="tracked file or folder"):
+        atomic.check_outputs({"--json": paths.PYPROJECT}, baselines=True)
