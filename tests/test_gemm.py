@@ -154,14 +154,24 @@ def test_the_gemm_strategy_reaches_every_class():
 @pytest.mark.parametrize(
     ("case", "classes"),
     [
-        ((16, 32, 512, GemmConfig(16, 32, 128, split_k=4)), {"split-k", "three-k-steps"}),
+        (
+            (16, 32, 512, GemmConfig(16, 32, 128, split_k=4)),
+            {"split-k", "three-k-steps", "block-n-32"},
+        ),
         # 4 steps over 3 splits: 2 steps each, 2 splits get work
-        ((16, 32, 512, GemmConfig(16, 32, 128, split_k=3)), {"split-k", "three-k-steps"}),
+        (
+            (16, 32, 512, GemmConfig(16, 32, 128, split_k=3)),
+            {"split-k", "three-k-steps", "block-n-32"},
+        ),
         (
             (5, 96, 192, GemmConfig(16, 64, 128, split_k=4)),
-            {"split-k", "partial-k-tile", "partial-n-tile", "partial-m-tile"},
+            {"split-k", "partial-k-tile", "partial-n-tile", "partial-m-tile", "block-n-64"},
         ),
-        ((16, 64, 256, GemmConfig(16, 32, 256, split_k=4)), {"one-split"}),  # one step
+        ((16, 64, 256, GemmConfig(16, 32, 256, split_k=4)), {"one-split", "block-n-32"}),
+        (
+            (16, 160, 1024, GemmConfig(16, 128, 256, split_k=2)),
+            {"split-k", "three-k-steps", "k-above-512", "partial-n-tile", "block-n-128"},
+        ),
     ],
 )
 def test_the_gemm_case_classifier(case, classes):
