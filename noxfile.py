@@ -78,7 +78,7 @@ ISA_TRITON_VERSION = "3.9.0"
 ISA_TRITON = f"triton=={ISA_TRITON_VERSION}"
 CPU_TRITON = ISA_TRITON
 # Every extra the torch sessions use between them: one env serves them all.
-SHARED_EXTRAS = ("test", "perf", "container", "isa", "history")
+SHARED_EXTRAS = ("test", "perf", "container", "isa", "history", "mutate")
 # The session's own venv only hosts nox's bookkeeping; without pip it is tiny and fast to make.
 EMPTY_VENV = ["--without-pip"]
 
@@ -414,6 +414,21 @@ def update_baselines(session: nox.Session) -> None:
             _refuse(session, _no_gpu_message("update_baselines") + "; no baseline written")
         env = shared_env(session, "test", "perf")
     env.run(session, "python", "-m", "perfgate", "update-baselines", *session.posargs)
+
+
+# What the nightly mutation run must keep: docs/measurements.md ("Mutation") explains each survivor.
+MUTATION_FLOORS = ("perfgate.gate.process_ab=95",)
+
+
+@nox.session(venv_params=EMPTY_VENV)
+def mutate(session: nox.Session) -> None:
+    """mutmut on perfgate/gate, perfgate/history and kernels/gemm.py, then the score of each
+    (nightly; ``-- 'perfgate.gate.process_ab*'`` runs only the mutants that glob names)."""
+    env = shared_env(session, "test", "perf", "history", "mutate", kind="cpu")
+    env.run(session, "mutmut", "run", *session.posargs)
+    # the floors hold for a whole run; a narrowed one is scored, not judged
+    floors = [] if session.posargs else [f"--fail-under={floor}" for floor in MUTATION_FLOORS]
+    env.run(session, "python", "-m", "tools.mutation_score", *floors)
 
 
 @nox.session

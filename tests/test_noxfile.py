@@ -396,3 +396,18 @@ def test_the_real_nox_exits_2_and_runs_nothing_after(tmp_path, args, env, line):
     assert done.returncode == 2, done.stderr
     assert line in done.stderr
     assert "Running session gpu" not in done.stderr or args[1] == "gpu"  # nox stopped there
+
+
+@pytest.mark.parametrize(
+    ("posargs", "score"),
+    [((), ("--fail-under=perfgate.gate.process_ab=95",)), (("perfgate.history*",), ())],
+)
+def test_mutate_runs_mutmut_then_scores_it(noxfile, tmp_path, posargs, score):
+    session = FakeSession(tmp_path, "mutate", *posargs, in_place=True)
+    noxfile.mutate(session)
+    assert "mutmut==3.8.1" in _pip_installs(session)[-1]  # the pinned mutate extra
+    commands = [r for r in session.runs if r[:4] != ("python", "-m", "pip", "install")]
+    assert commands == [
+        ("mutmut", "run", *posargs),
+        ("python", "-m", "tools.mutation_score", *score),
+    ]
