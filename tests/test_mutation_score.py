@@ -58,14 +58,16 @@ def test_a_floor_fails_below_it(monkeypatch, capsys, floor, code):
     ("text", "code", "argv", "message"),
     [
         ("", 0, [], "nothing complete to score"),
+        ("    kernels.gemm.x_f__mutmut_9: not checked\n", 0, [], "nothing complete to score"),
+        (RESULTS + "    kernels.gemm.x_f__mutmut_9: odd\n", 0, [], "statuses ['odd']"),
         (
             RESULTS + "    kernels.gemm.x_f__mutmut_9: not checked\n",
             0,
-            [],
-            "statuses ['not checked']",
+            ["--fail-under", "kernels.gemm=0"],
+            "kernels.gemm: its mutants were not all run",
         ),
         (RESULTS, 1, [], "mutmut results exited 1"),
-        (RESULTS, 0, ["--fail-under", "perfgate.gate.nothing=90"], "no mutant of that module"),
+        (RESULTS, 0, ["--fail-under", "perfgate.gate.nothing=90"], "were not all run"),
     ],
 )
 def test_nothing_to_score_is_exit_2(monkeypatch, capsys, text, code, argv, message):
@@ -81,3 +83,11 @@ def test_a_bad_floor_is_a_usage_error(monkeypatch, floor):
     with pytest.raises(SystemExit) as stop:
         ms.main(["--fail-under", floor])
     assert stop.value.code == 2
+
+
+def test_a_narrowed_run_scores_what_it_checked(monkeypatch, capsys):
+    _results(monkeypatch, RESULTS + "    kernels.gemm.x_f__mutmut_9: not checked\n")
+    assert ms.main(["--fail-under", "perfgate.gate.process_ab=50"]) == 0
+    out = capsys.readouterr().out
+    assert "unchecked 1 mutants of 1 modules" in out
+    assert "module   kernels.gemm                             killed     0 of     1" in out

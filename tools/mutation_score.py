@@ -5,8 +5,9 @@ Reads ``mutmut results --all True`` (run here, from the directory holding ``muta
 prints the killed share per package and per module, then every mutant still alive. Killed:
 mutmut's ``killed``, ``timeout`` and ``segfault`` (the tests stopped it). Alive: ``survived``,
 ``suspicious`` and ``no tests`` (no test reaches the line, so nothing would notice it either).
-Exit status: 0; 1 when a ``--fail-under`` module scores below its percentage; 2 when there is
-nothing to score, a mutant was never checked (an interrupted run) or an argument is unusable.
+Mutants ``not checked`` (a run narrowed to some names, or interrupted) are counted apart.
+Exit status: 0; 1 when a ``--fail-under`` module scores below its percentage; 2 when nothing
+was checked, a ``--fail-under`` module has unchecked mutants, or an argument is unusable.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from perfgate import spawn
 
 KILLED = {"killed", "timeout", "segfault"}
 ALIVE = {"survived", "suspicious", "no tests"}
+UNCHECKED = "not checked"
 # "    perfgate.gate.process_ab.x_bounds__mutmut_82: survived"; methods are xǁClassǁname
 LINE = re.compile(r"^\s+(?P<name>(?P<module>[\w.]+?)\.x\S*__mutmut_\d+): (?P<status>.+)$")
 
@@ -58,8 +60,10 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="MODULE=PERCENT", help="exit 1 when MODULE kills less")  # fmt: skip
     args = parser.parse_args(argv)
     done = spawn.run(["mutmut", "results", "--all", "True"], capture_output=True, text=True)
-    results = parse(done.stdout)
-    unknown = sorted({s for s in results.values()} - KILLED - ALIVE)
+    everything = parse(done.stdout)
+    unchecked = Counter(module_of(n) for n, s in everything.items() if s == UNCHECKED)
+    results = {n: s for n, s in everything.items() if s != UNCHECKED}
+    unknown = sorted(set(results.values()) - KILLED - ALIVE)
     if done.returncode != 0 or not results or unknown:
         why = (
             f"statuses {unknown}"
@@ -77,9 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     for name, status in results.items():
         if status in ALIVE:
             print(f"alive    {name} ({status})")
-    missing = [m for m, _ in args.fail_under if m not in by_module]
+    if unchecked:
+        print(f"unchecked {sum(unchecked.values())} mutants of {len(unchecked)} modules")
+    missing = [m for m, _ in args.fail_under if m not in by_module or m in unchecked]
     if missing:
-        print(f"mutation_score: error: --fail-under {missing[0]}: no mutant of that module was run",
+        print(f"mutation_score: error: --fail-under {missing[0]}: its mutants were not all run",
               file=sys.stderr)  # fmt: skip
         return 2
     low = [(m, p) for m, p in args.fail_under if 100 * by_module[m][0] / by_module[m][1] < p]
