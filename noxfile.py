@@ -12,11 +12,19 @@ resolves it there). It is filled once; a stamp of its requirements means the nex
 installs nothing until ``pyproject.toml`` or the pins below change. nox still makes its own
 empty per-session venv (without pip: a few hundred kilobytes) and every command runs from the
 shared one. ``bench`` and ``update_baselines`` look for a GPU before installing anything.
+
+Exit codes, as every perfgate command's (README, "Exit codes"): 0 pass, 1 a regression or a
+failed test, 2 unusable input. nox itself exits 1 for any failed session, so a session that
+meets unusable input (its own argument checks, a perfgate child's exit 2, pytest's usage error
+4 or its "no test collected" 5) prints one line and raises ``SystemExit(2)``: nox 2026.10.20
+catches only ``Exception`` around a session, so the run stops there, later sessions do not run
+and nox exits 2.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -35,6 +43,30 @@ nox.options.default_venv_backend = "venv"
 nox.options.sessions = ["test"]
 nox.options.reuse_existing_virtualenvs = True
 
+
+def _load_flags():
+    """perfgate/flags.py, the one parser of on/off variables, loaded by path: nox's Python has
+    nothing of the suite installed, and the noxfile's directory is not on its sys.path."""
+    path = Path(__file__).resolve().parent / "perfgate" / "flags.py"
+    spec = importlib.util.spec_from_file_location("perfgate_flags_for_nox", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+flags = _load_flags()
+# Exit 2: unusable input. A child's exit codes that mean the same, by program (what the user
+# typed is wrong, nothing was judged): pytest's usage error and its "no test collected" (a -k,
+# -m or path that selects nothing), and every perfgate command's 2.
+USAGE = 2
+CHILD_USAGE = {
+    "pytest": {
+        4: "pytest usage error",
+        5: "no test collected (a -k, -m or path that selects nothing)",
+    },
+    "perfgate": {2: "unusable input (the line above names it)"},
+}
+
 # The CPU build of torch 2.13.0 is what these machines cache; an unpinned torch pulls a
 # multi-gigabyte CUDA build.
 CPU_TORCH = "torch==2.13.0"
@@ -46,7 +78,7 @@ ISA_TRITON_VERSION = "3.9.0"
 ISA_TRITON = f"triton=={ISA_TRITON_VERSION}"
 CPU_TRITON = ISA_TRITON
 # Every extra the torch sessions use between them: one env serves them all.
-SHARED_EXTRAS = ("test", "perf", "container", "isa", "history")
+SHARED_EXTRAS = ("test", "perf", "container", "isa", "history", "mutate")
 # The session's own venv only hosts nox's bookkeeping; without pip it is tiny and fast to make.
 EMPTY_VENV = ["--without-pip"]
 
@@ -62,6 +94,30 @@ def _extra_requirements(*extras: str) -> list[str]:
     return [req for extra in extras for req in optional[extra]]
 
 
+def _refuse(session: nox.Session, message: str):
+    """Unusable input: one line and exit 2 (``session.error`` would exit 1, a regression's)."""
+    print(f"nox > {session.name}: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(USAGE)
+
+
+def _program(cmd: tuple[str, ...]) -> str:
+    if Path(cmd[0]).name == "pytest":
+        return "pytest"
+    return "perfgate" if cmd[1:3] == ("-m", "perfgate") else Path(cmd[0]).name
+
+
+def _run(session: nox.Session, *cmd: str, **kwargs) -> str | bool | None:
+    """``session.run``; a child's exit code that means unusable input (CHILD_USAGE) exits 2."""
+    try:
+        return session.run(*cmd, **kwargs)
+    except nox.command.CommandFailed as exc:
+        program = _program(cmd)
+        why = CHILD_USAGE.get(program, {}).get(exc.return_code)
+        if why is None:
+            raise
+        _refuse(session, f"{program} exited {exc.return_code}: {why}")
+
+
 def _in_place(session: nox.Session) -> bool:
     return session.venv_backend == "none"
 
@@ -70,7 +126,7 @@ def _pip(session: nox.Session, *args: str) -> None:
     """pip install into the session's venv, or into the current environment under --no-venv
     (where nox forbids session.install)."""
     if _in_place(session):
-        session.run("python", "-m", "pip", "install", *args)
+        _run(session, "python", "-m", "pip", "install", *args)
     else:
         session.install(*args)
 
@@ -85,14 +141,14 @@ class SharedEnv:
     def run(self, session: nox.Session, *cmd: str, **kwargs) -> str | bool | None:
         """``session.run`` with ``cmd[0]`` taken from this env's bin directory."""
         if self.location is None:
-            return session.run(*cmd, **kwargs)
+            return _run(session, *cmd, **kwargs)
         bin_dir = self.location / "bin"
         env = {
             "VIRTUAL_ENV": str(self.location),
             "PATH": os.pathsep.join([str(bin_dir), os.environ.get("PATH", "")]),
             **kwargs.pop("env", {}),
         }
-        return session.run(str(bin_dir / cmd[0]), *cmd[1:], env=env, external=True, **kwargs)
+        return _run(session, str(bin_dir / cmd[0]), *cmd[1:], env=env, external=True, **kwargs)
 
 
 # The byte-for-byte replay test's goldens hold for the numpy, scipy and rich they were recorded
@@ -163,9 +219,10 @@ def _check_isa_triton(session: nox.Session, env: SharedEnv) -> None:
     )
     version = str(found).strip().splitlines()[-1] if found else "unknown"
     if version != ISA_TRITON_VERSION:
-        session.error(
+        _refuse(
+            session,
             f"the ISA baselines are made and checked with triton {ISA_TRITON_VERSION}; this "
-            f"environment has triton {version}. Run without --no-venv (the shared CPU env pins it)."
+            f"environment has triton {version}. Run without --no-venv (the shared CPU env pins it).",
         )
 
 
@@ -230,7 +287,7 @@ def isa(session: nox.Session) -> None:
     known = _isa_targets(session, env)
     asked, rest = _take_option(session, "--target")
     if asked is not None and asked not in known:
-        session.error(f"--target must be one of {', '.join(known)}, got {asked!r}")
+        _refuse(session, f"--target must be one of {', '.join(known)}, got {asked!r}")
     for target in [asked] if asked else known:
         check = ["--check", f"perf_baselines/isa/{target}.json"]
         env.run(session, "python", "-m", "perfgate", "isa", "--target", target, *check, *rest)
@@ -243,7 +300,7 @@ def _take_option(session: nox.Session, name: str) -> tuple[str | None, list[str]
         arg = args.pop(0)
         if arg == name:
             if not args or args[0].startswith("-"):
-                session.error(f"{name} needs a value")
+                _refuse(session, f"{name} needs a value")
             value = args.pop(0)
         elif arg.startswith(name + "="):
             value = arg.split("=", 1)[1]
@@ -261,18 +318,23 @@ def _check_revision(session: nox.Session, rev: str) -> None:
             check=False,
         )
     except FileNotFoundError:
-        session.error("--base needs git on PATH (the base is checked out as a git worktree)")
+        _refuse(session, "--base needs git on PATH (the base is checked out as a git worktree)")
     if found.returncode != 0:
-        session.error(f"--base {rev!r} is not a commit of this repository (git rev-parse)")
+        _refuse(session, f"--base {rev!r} is not a commit of this repository (git rev-parse)")
 
 
 def _skip_without_gpu(session: nox.Session, name: str) -> None:
-    """Before anything is installed: no GPU skips the session (exit 0), or fails it where the
-    job demands a GPU (PERFGATE_REQUIRE_GPU), so a GPU job never passes by measuring nothing."""
+    """Before anything is installed: no GPU skips the session (exit 0), or refuses it (exit 2)
+    where the job demands a GPU (PERFGATE_REQUIRE_GPU on), so a GPU job never passes by
+    measuring nothing."""
+    try:
+        required = flags.flag("PERFGATE_REQUIRE_GPU")
+    except flags.FlagError as exc:
+        _refuse(session, str(exc))
     if _has_gpu():
         return
-    if os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0"):
-        session.error(_no_gpu_message(name) + " (PERFGATE_REQUIRE_GPU is set)")
+    if required:
+        _refuse(session, _no_gpu_message(name) + " (PERFGATE_REQUIRE_GPU is on)")
     session.skip(_no_gpu_message(name))
 
 
@@ -301,7 +363,7 @@ def ab(session: nox.Session) -> None:
     (``nox -s ab -- --base origin/main``; no GPU: exit 0 unless PERFGATE_REQUIRE_GPU)."""
     base, _ = _take_option(session, "--base")
     if base is None:
-        session.error("ab needs --base REV (the revision to compare the head with)")
+        _refuse(session, "ab needs --base REV (the revision to compare the head with)")
     _check_revision(session, base)
     _skip_without_gpu(session, "ab")
     env = shared_env(session, "test", "perf")
@@ -367,7 +429,7 @@ def triage_issues(session: nox.Session) -> None:
     """Open or update the GitHub issues of a triage made in the container, which gets no token
     (``nox -s triage_issues -- TRIAGE.json``; GITHUB_TOKEN in the environment)."""
     _launcher(session)
-    session.run("python", "-m", "perfgate", "triage", "--publish", *session.posargs)
+    _run(session, "python", "-m", "perfgate", "triage", "--publish", *session.posargs)
 
 
 @nox.session(venv_params=EMPTY_VENV)
@@ -380,7 +442,7 @@ def update_baselines(session: nox.Session) -> None:
         _check_isa_triton(session, env)
     else:
         if not _has_gpu():
-            session.error(_no_gpu_message("update_baselines") + "; no baseline written")
+            _refuse(session, _no_gpu_message("update_baselines") + "; no baseline written")
         env = shared_env(session, "test", "perf")
     env.run(session, "python", "-m", "perfgate", "update-baselines", *session.posargs)
 
@@ -394,11 +456,26 @@ def _launcher(session: nox.Session, *extras: str) -> None:
         _pip(session, *_extra_requirements(*extras))
 
 
+# What the nightly mutation run must keep: docs/measurements.md ("Mutation") explains each survivor.
+MUTATION_FLOORS = ("perfgate.gate.process_ab=95",)
+
+
+@nox.session(venv_params=EMPTY_VENV)
+def mutate(session: nox.Session) -> None:
+    """mutmut on perfgate/gate, perfgate/history and kernels/gemm.py, then the score of each
+    (nightly; ``-- 'perfgate.gate.process_ab*'`` runs only the mutants that glob names)."""
+    env = shared_env(session, "test", "perf", "history", "mutate", kind="cpu")
+    env.run(session, "mutmut", "run", *session.posargs)
+    # the floors hold for a whole run; a narrowed one is scored, not judged
+    floors = [] if session.posargs else [f"--fail-under={floor}" for floor in MUTATION_FLOORS]
+    env.run(session, "python", "-m", "tools.mutation_score", *floors)
+
+
 @nox.session
 def container(session: nox.Session) -> None:
     """Build the ROCm image with the Docker SDK and run ``nox --no-venv -s <session>`` inside."""
     _launcher(session, "container")
-    session.run("python", "-m", "perfgate", "container", *session.posargs)
+    _run(session, "python", "-m", "perfgate", "container", *session.posargs)
 
 
 @nox.session
@@ -407,4 +484,4 @@ def container_rehearsal(session: nox.Session) -> None:
     the CPU test session inside."""
     _launcher(session, "container")
     rehearsal = ["--stand-in-base", "--allow-no-gpu", "test"]
-    session.run("python", "-m", "perfgate", "container", *rehearsal, *session.posargs)
+    _run(session, "python", "-m", "perfgate", "container", *rehearsal, *session.posargs)

@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import os
 import re
 import signal
 import sys
 import traceback
 from collections.abc import Iterator
+
+from perfgate import flags
 
 # Command modules, in the order ``--help`` lists them. A module exposes ``register(subparsers)``,
 # which adds its parser and sets ``func(args) -> int`` (the exit code); it keeps heavy imports
@@ -103,6 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     if extra:  # named by the command's parser, which says where its --help is
         commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     prog = f"perfgate {args.command}"
+    try:  # before any work: an on/off variable that is neither (PERFGATE_REQUIRE_GPU=maybe)
+        flags.check()
+    except flags.FlagError as exc:
+        print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
     with _stopping_on_signals():
         try:
             return int(args.func(args) or 0)
@@ -122,7 +128,7 @@ def unexpected(prog: str, exc: BaseException) -> int:
         "the traceback)",
         file=sys.stderr,
     )
-    if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+    if flags.flag(TRACEBACK_ENV):  # checked when the command started
         traceback.print_exception(exc)
     return 2
 

@@ -26,10 +26,12 @@ output that cannot be written, or that names an input or another output, is refu
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
 import os
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -80,6 +82,27 @@ def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2) -> N
     and a baseline holding them would fail to load later instead of now.
     """
     write_text(path, json.dumps(data, indent=indent, allow_nan=False) + "\n")
+
+
+def write_all(files: Mapping[PathLike, bytes]) -> None:
+    """Write several files as one update: each atomically, and Ctrl-C, SIGTERM and SIGHUP held
+    until the last is in place (then they act, as they would have), so a stopped update never
+    leaves some files new and the others old. Only SIGKILL or a crash between two renames can.
+    Held by swapping the handlers, not by a signal mask: a mask holds one thread's signals, and
+    another thread would take the signal for Python's handler in the main thread to run."""
+    pending: list[int] = []
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        with contextlib.suppress(ValueError):  # not the main thread: signals are not ours
+            previous[sig] = signal.signal(sig, lambda signum, frame: pending.append(signum))
+    try:
+        for path, data in files.items():
+            write_bytes(path, data)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for sig in dict.fromkeys(pending):
+            signal.raise_signal(sig)
 
 
 def _prefix(path: Path, pid: int) -> str:

@@ -13,6 +13,13 @@ the A/B and experiment workers, nvidia-smi) is started here:
 Decision: children stay in the parent's process group, so that Ctrl-C in a terminal reaches the
 whole tree at once, as users expect; the two mechanisms above cover the signals a group does not.
 Outside Linux there is no parent-death signal, and only the second applies.
+
+Workers that perfgate forks without this module (the compile pool of ``perfgate isa``) call
+:func:`init_worker` first: a fork clears the parent-death signal, and a worker that inherited
+perfgate's signal handlers would finish a minutes-long compile before it noticed a stop.
+:func:`describe` and :func:`exit_code` say how a child ended and what that makes perfgate's exit
+code: a child killed by signal N is reported by name and counts as 128 + N, as a shell has it,
+never as its negative return code (which ``max(rc, ...)`` reads as a pass).
 """
 
 from __future__ import annotations
@@ -76,13 +83,46 @@ def stop(proc: subprocess.Popen, grace: float = GRACE_S) -> None:
         proc.wait()
 
 
+def describe(returncode: int) -> str:
+    """How a child ended, for a message: "exited 1", "was killed by SIGKILL"."""
+    if returncode >= 0:
+        return f"exited {returncode}"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"was killed by {name}"
+
+
+def exit_code(returncode: int) -> int:
+    """A child's return code as an exit code of perfgate's: killed by signal N is 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def init_worker(parent: int) -> None:
+    """First thing in a worker forked outside :func:`popen` (a process pool's ``initializer``,
+    with ``initargs=(os.getpid(),)``): SIGTERM to it when ``parent`` dies; SIGTERM and SIGHUP
+    end it at once (their default), and Ctrl-C is left to the parent, which stops its pool."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        _prctl()(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:  # the parent died before the death signal was asked for
+            os._exit(1)
+
+
+def _prctl() -> Callable[..., int]:
+    import ctypes
+
+    return ctypes.CDLL(None, use_errno=True).prctl
+
+
 def _die_with_parent() -> Callable[[], None] | None:
     """The ``preexec_fn`` that makes the child receive SIGTERM when this process dies."""
     if not sys.platform.startswith("linux"):
         return None
-    import ctypes
-
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # resolved here, not in the forked child
+    prctl = _prctl()  # resolved here, not in the forked child
     parent = os.getpid()
 
     def preexec() -> None:

@@ -38,6 +38,7 @@ if not torch.cuda.is_available():
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
 
+from perfgate import flags  # noqa: E402
 from tests import seeds  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -69,13 +70,29 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+PROFILES = ("ci", "dev", "thorough")  # the profiles registered above
 
 GPU = torch.cuda.is_available()
 HIP = torch.version.hip is not None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Refuse, as a usage error (pytest exit 4: `nox -s test` exits 2), a hypothesis profile
+    that is not registered (hypothesis' own check ends in an INTERNALERROR traceback) and an
+    on/off variable that is neither (perfgate.flags)."""
+    profile = config.getoption("hypothesis_profile", None)
+    if profile is not None and profile not in PROFILES:
+        raise pytest.UsageError(
+            f"--hypothesis-profile must be one of {', '.join(PROFILES)}, got {profile!r}"
+        )
+    try:
+        flags.check()
+    except flags.FlagError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
-    if os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0") and not GPU:
+    if flags.flag("PERFGATE_REQUIRE_GPU") and not GPU:
         raise pytest.UsageError(
             "PERFGATE_REQUIRE_GPU is set but torch sees no GPU "
             f"(torch {torch.__version__}, hip={torch.version.hip}, cuda={torch.version.cuda}); "

@@ -133,3 +133,25 @@ def test_thorough_profile_loads_from_the_command_line():
     )  # fmt: skip
     assert run.returncode == 0, run.stdout + run.stderr
     assert "hypothesis: profile 'thorough' (max_examples=1000, derandomize=False)" in run.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "line"),
+    [
+        # hypothesis' own check ends in an INTERNALERROR traceback, exit 3
+        (["--hypothesis-profile", "bogus"], {},
+         "ERROR: --hypothesis-profile must be one of ci, dev, thorough, got 'bogus'"),
+        ([], {"PERFGATE_REQUIRE_GPU": "maybe"},
+         "ERROR: PERFGATE_REQUIRE_GPU must be one of 1, true, yes, on (on) or 0, false, no, off "
+         "or empty (off), got 'maybe'"),
+    ],
+)  # fmt: skip
+def test_unusable_options_are_pytests_usage_error(args, env, line):
+    # exit 4, which `nox -s test` turns into its exit 2 (noxfile.CHILD_USAGE)
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--co", *args,
+         "tests/test_hypothesis_profile.py::test_ci_profile_has_no_shrink_phase"],
+        cwd=REPO, env={**os.environ, **env}, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 4, run.stdout + run.stderr
+    assert [ln for ln in run.stderr.splitlines() if ln.strip()] == [line]

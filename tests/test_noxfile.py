@@ -1,9 +1,15 @@
-"""noxfile.py with a stand-in for nox: which sessions share one venv, what is installed when, and
-that the ISA refresh and check use one compiler. Nothing is installed or run."""
+"""noxfile.py with a stand-in for nox: which sessions share one venv, what is installed when,
+that the ISA refresh and check use one compiler, and which exit code each refusal gives. Nothing
+is installed or run, except the real nox on refusals that come before any install."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
+import re
+import shutil
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -22,10 +28,21 @@ class Errored(Exception):
     pass
 
 
+class CommandFailed(Exception):
+    """nox.command.CommandFailed: a command's exit code that is not a success."""
+
+    def __init__(self, reason=None, *, return_code=None):
+        super().__init__(reason)
+        self.return_code = return_code
+
+
 class FakeSession:
     """Records every command; answers the triton version query with ``triton``."""
 
-    def __init__(self, envdir: Path, name: str, *posargs: str, in_place=False, triton="3.9.0"):
+    def __init__(self, envdir: Path, name: str, *posargs: str, in_place=False, triton="3.9.0",
+                 exits=None):  # fmt: skip
+        self.name = name
+        self.exits = exits or {}  # the exit code of each command that starts with the key
         self.posargs = list(posargs)
         self.venv_backend = "none" if in_place else "venv"
         self.virtualenv = SimpleNamespace(location=str(envdir / name))
@@ -35,6 +52,9 @@ class FakeSession:
 
     def run(self, *args, **kwargs):
         self.runs.append(tuple(str(a) for a in args))
+        for key, code in self.exits.items():
+            if " ".join(self.runs[-1]).startswith(key):
+                raise CommandFailed(f"Returned code {code}", return_code=code)
         if "triton.__version__" in " ".join(args):
             return f"{self.triton}\n"
         if "TARGETS" in " ".join(args):
@@ -61,6 +81,7 @@ def noxfile(monkeypatch):
     fake_nox = types.ModuleType("nox")
     fake_nox.options = SimpleNamespace()
     fake_nox.Session = FakeSession
+    fake_nox.command = SimpleNamespace(CommandFailed=CommandFailed)
     fake_nox.session = lambda func=None, **kwargs: func if func is not None else (lambda f: f)
     monkeypatch.setitem(sys.modules, "nox", fake_nox)
     monkeypatch.chdir(ROOT)  # the noxfile reads pyproject.toml from the project root
@@ -70,6 +91,16 @@ def noxfile(monkeypatch):
     spec.loader.exec_module(module)
     monkeypatch.setattr(module, "_has_gpu", lambda: False)
     return module
+
+
+@contextlib.contextmanager
+def exits_2(capsys, pattern: str):
+    """The block ends in SystemExit(2) (nox exits 2) after one line on stderr matching ``pattern``."""
+    with pytest.raises(SystemExit) as stop:
+        yield
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and re.search(pattern, err), err
 
 
 def _pip_installs(session: FakeSession) -> list[tuple[str, ...]]:
@@ -83,17 +114,17 @@ def test_bench_without_gpu_installs_nothing(noxfile, tmp_path):
     assert session.runs == [] and session.installs == []
 
 
-def test_bench_without_gpu_is_an_error_when_a_gpu_is_required(noxfile, tmp_path, monkeypatch):
+def test_bench_without_gpu_is_exit_2_when_a_gpu_is_required(noxfile, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PERFGATE_REQUIRE_GPU", "1")
     session = FakeSession(tmp_path, "bench")
-    with pytest.raises(Errored, match="PERFGATE_REQUIRE_GPU"):
+    with exits_2(capsys, "PERFGATE_REQUIRE_GPU"):
         noxfile.bench(session)
     assert session.runs == []
 
 
-def test_update_baselines_without_gpu_fails_before_installing(noxfile, tmp_path):
+def test_update_baselines_without_gpu_fails_before_installing(noxfile, tmp_path, capsys):
     session = FakeSession(tmp_path, "update_baselines")
-    with pytest.raises(Errored, match=r"no GPU.*no baseline written"):
+    with exits_2(capsys, r"no GPU.*no baseline written"):
         noxfile.update_baselines(session)
     assert session.runs == [] and session.installs == []
 
@@ -134,10 +165,10 @@ def test_isa_refresh_and_check_use_one_compiler(noxfile, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("session_name", ["isa", "update_baselines"])
-def test_isa_with_another_triton_in_place_is_refused(noxfile, tmp_path, session_name):
+def test_isa_with_another_triton_in_place_is_refused(noxfile, tmp_path, session_name, capsys):
     posargs = ("--isa",) if session_name == "update_baselines" else ()
     session = FakeSession(tmp_path, session_name, *posargs, in_place=True, triton="3.6.0")
-    with pytest.raises(Errored, match=r"made and checked with triton 3\.9\.0.*has triton 3\.6\.0"):
+    with exits_2(capsys, r"made and checked with triton 3\.9\.0.*has triton 3\.6\.0"):
         getattr(noxfile, session_name)(session)
     assert not any("perfgate" in r for r in session.runs)
 
@@ -163,10 +194,10 @@ def test_gpu_without_gpu_skips_before_installing(noxfile, tmp_path):
     assert session.runs == [] and session.installs == []
 
 
-def test_gpu_without_gpu_is_an_error_when_a_gpu_is_required(noxfile, tmp_path, monkeypatch):
+def test_gpu_without_gpu_is_exit_2_when_a_gpu_is_required(noxfile, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PERFGATE_REQUIRE_GPU", "1")
     session = FakeSession(tmp_path, "gpu")
-    with pytest.raises(Errored, match="PERFGATE_REQUIRE_GPU"):
+    with exits_2(capsys, "PERFGATE_REQUIRE_GPU"):
         noxfile.gpu(session)
     assert session.runs == []
 
@@ -174,17 +205,17 @@ def test_gpu_without_gpu_is_an_error_when_a_gpu_is_required(noxfile, tmp_path, m
 @pytest.mark.parametrize("session_name", ["gpu", "ab"])
 @pytest.mark.parametrize("has_gpu", [False, True])
 def test_a_bad_base_is_refused_before_anything_else(noxfile, tmp_path, monkeypatch, session_name,
-                                                    has_gpu):  # fmt: skip
+                                                    has_gpu, capsys):  # fmt: skip
     # Refused whether or not a GPU is here: a no-GPU skip must not hide a typo in --base.
     monkeypatch.setattr(noxfile, "_has_gpu", lambda: has_gpu)
     session = FakeSession(tmp_path, session_name, "--base", "no-such-revision-xyz")
-    with pytest.raises(Errored, match=r"--base 'no-such-revision-xyz' is not a commit"):
+    with exits_2(capsys, r"--base 'no-such-revision-xyz' is not a commit"):
         getattr(noxfile, session_name)(session)
     assert session.runs == []
 
 
-def test_ab_without_base_is_refused(noxfile, tmp_path):
-    with pytest.raises(Errored, match=r"ab needs --base REV"):
+def test_ab_without_base_is_refused(noxfile, tmp_path, capsys):
+    with exits_2(capsys, r"ab needs --base REV"):
         noxfile.ab(FakeSession(tmp_path, "ab"))
 
 
@@ -261,9 +292,9 @@ def test_isa_with_a_target_checks_that_target_alone(noxfile, tmp_path):
     ]  # fmt: skip
 
 
-def test_isa_with_an_unknown_target_is_refused(noxfile, tmp_path):
+def test_isa_with_an_unknown_target_is_refused(noxfile, tmp_path, capsys):
     session = FakeSession(tmp_path, "isa", "--target", "gfx942", in_place=True)
-    with pytest.raises(Errored, match=r"--target must be one of gfx950, sm90, got 'gfx942'"):
+    with exits_2(capsys, r"--target must be one of gfx950, sm90, got 'gfx942'"):
         noxfile.isa(session)
 
 
@@ -314,3 +345,113 @@ def test_triage_issues_installs_only_the_suite(noxfile, tmp_path):
     noxfile.triage_issues(session)
     assert session.installs == [("--no-deps", "-e", ".")]
     assert session.runs == [("python", "-m", "perfgate", "triage", "--publish", "t.json")]
+
+
+# ---- exit codes: 2 for unusable input, whatever refuses it; 1 stays a regression's ----------
+
+
+@pytest.mark.parametrize(
+    ("session_name", "posargs", "exits", "pattern"),
+    [
+        ("test", ("-k", "no_such_test"), {"pytest": 5}, r"pytest exited 5: no test collected"),
+        ("test", ("--bogus",), {"pytest": 4}, r"pytest exited 4: pytest usage error"),
+        (
+            "host",
+            ("--bogus",),
+            {"python -m perfgate host": 2},
+            r"perfgate exited 2: unusable input",
+        ),
+    ],
+)
+def test_a_childs_usage_error_is_exit_2(noxfile, tmp_path, capsys, session_name, posargs,
+                                        exits, pattern):  # fmt: skip
+    session = FakeSession(tmp_path, session_name, *posargs, exits=exits, in_place=True)
+    with exits_2(capsys, rf"^nox > {session_name}: error: {pattern}"):
+        getattr(noxfile, session_name)(session)
+
+
+@pytest.mark.parametrize(
+    ("session_name", "exits"),
+    [
+        ("test", {"pytest": 1}),
+        ("host", {"python -m perfgate host": 1}),
+        ("build", {"python -m kernels.reducer.build": 2}),  # 2 is perfgate's code, not the build's
+    ],
+)
+def test_a_childs_failure_stays_noxs_exit_1(noxfile, tmp_path, session_name, exits):
+    session = FakeSession(tmp_path, session_name, exits=exits, in_place=True)
+    with pytest.raises(CommandFailed):
+        getattr(noxfile, session_name)(session)
+
+
+def test_an_option_without_its_value_is_exit_2(noxfile, tmp_path, capsys):
+    session = FakeSession(tmp_path, "isa", "--target", in_place=True)
+    with exits_2(capsys, r"^nox > isa: error: --target needs a value$"):
+        noxfile.isa(session)
+
+
+@pytest.mark.parametrize("value", ["0", "false", "No", " off ", ""])
+def test_require_gpu_off_in_any_spelling_skips(noxfile, tmp_path, monkeypatch, value):
+    monkeypatch.setenv("PERFGATE_REQUIRE_GPU", value)
+    with pytest.raises(Skipped):  # PERFGATE_REQUIRE_GPU=false used to count as set
+        noxfile.bench(FakeSession(tmp_path, "bench"))
+
+
+@pytest.mark.parametrize("value", ["1", "true", "YES", "on"])
+def test_require_gpu_on_in_any_spelling_is_exit_2(noxfile, tmp_path, monkeypatch, capsys, value):
+    monkeypatch.setenv("PERFGATE_REQUIRE_GPU", value)
+    with exits_2(capsys, r"no GPU on this machine.*PERFGATE_REQUIRE_GPU is on"):
+        noxfile.bench(FakeSession(tmp_path, "bench"))
+
+
+@pytest.mark.parametrize("session_name", ["bench", "ab", "gpu"])
+def test_require_gpu_neither_on_nor_off_is_exit_2(noxfile, tmp_path, monkeypatch, capsys,
+                                                  session_name):  # fmt: skip
+    monkeypatch.setenv("PERFGATE_REQUIRE_GPU", "maybe")
+    monkeypatch.setattr(noxfile, "_has_gpu", lambda: True)  # refused even where a GPU is
+    posargs = ("--base", "HEAD") if session_name == "ab" else ()
+    with exits_2(capsys, r"PERFGATE_REQUIRE_GPU must be one of 1, true, yes, on .*got 'maybe'$"):
+        getattr(noxfile, session_name)(FakeSession(tmp_path, session_name, *posargs))
+
+
+NOX = shutil.which("nox")
+
+
+@pytest.mark.skipif(NOX is None, reason="nox is not on PATH (.ci/run installs it)")
+@pytest.mark.parametrize(
+    ("args", "env", "line"),
+    [
+        (["-s", "ab", "gpu"], {}, "nox > ab: error: ab needs --base REV"),
+        (["-s", "gpu", "--", "--base", "no-such-rev-xyz"], {}, "nox > gpu: error: --base "),
+        (["-s", "bench"], {"PERFGATE_REQUIRE_GPU": "maybe"}, "nox > bench: error: PERFGATE_"),
+    ],
+)
+def test_the_real_nox_exits_2_and_runs_nothing_after(tmp_path, args, env, line):
+    # What nox itself does with the SystemExit(2) of a session (nox's own code, not the stand-in):
+    # these refusals come before any install, and --no-venv creates no venv.
+    done = subprocess.run(
+        [NOX, "--no-venv", "-f", str(ROOT / "noxfile.py"), *args],
+        cwd=tmp_path,
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert line in done.stderr
+    assert "Running session gpu" not in done.stderr or args[1] == "gpu"  # nox stopped there
+
+
+@pytest.mark.parametrize(
+    ("posargs", "score"),
+    [((), ("--fail-under=perfgate.gate.process_ab=95",)), (("perfgate.history*",), ())],
+)
+def test_mutate_runs_mutmut_then_scores_it(noxfile, tmp_path, posargs, score):
+    session = FakeSession(tmp_path, "mutate", *posargs, in_place=True)
+    noxfile.mutate(session)
+    assert "mutmut==3.8.1" in _pip_installs(session)[-1]  # the pinned mutate extra
+    commands = [r for r in session.runs if r[:4] != ("python", "-m", "pip", "install")]
+    assert commands == [
+        ("mutmut", "run", *posargs),
+        ("python", "-m", "tools.mutation_score", *score),
+    ]

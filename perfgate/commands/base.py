@@ -5,7 +5,6 @@ Command modules import this and the library, never each other.
 
 from __future__ import annotations
 
-import os
 import sys
 
 
@@ -16,8 +15,10 @@ def gpu_available() -> bool:
 
 
 def gpu_required() -> bool:
-    """``PERFGATE_REQUIRE_GPU`` set (not empty, not 0): a GPU job, where no GPU is an error."""
-    return os.environ.get("PERFGATE_REQUIRE_GPU", "0") not in ("", "0")
+    """``PERFGATE_REQUIRE_GPU`` on (perfgate.flags): a GPU job, where no GPU is an error."""
+    from perfgate import flags
+
+    return flags.flag("PERFGATE_REQUIRE_GPU")
 
 
 def no_gpu(command: str) -> int:

@@ -387,9 +387,13 @@ def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str 
 
 
 def _update_isa(args: argparse.Namespace) -> int:
-    from perfgate import atomic
+    """Every target's report into a private directory first; the baselines are replaced only
+    once every target has compiled, all together (atomic.write_all): all or nothing."""
+    import tempfile
+
     from perfgate.isa.collect import TARGETS
 
+    prog = "perfgate update-baselines --isa"
     outs = {target: Path(args.baselines_dir) / "isa" / f"{target}.json" for target in TARGETS}
     try:
         atomic.check_outputs(
@@ -398,9 +402,19 @@ def _update_isa(args: argparse.Namespace) -> int:
     except atomic.OutputError as exc:
         print(f"perfgate update-baselines: error: {exc}", file=sys.stderr)
         return 2
-    rc = 0
-    for target, out in outs.items():
-        cmd = [sys.executable, "-m", "perfgate", "isa", "--target", target, "--json", str(out)]
-        print(f"perfgate update-baselines --isa: {' '.join(cmd[1:])}", flush=True)
-        rc = max(rc, spawn.run(cmd, cwd=paths.REPO, check=False).returncode)
-    return rc
+    with tempfile.TemporaryDirectory(prefix="perfgate-update-isa-") as staging:
+        staged = {target: Path(staging) / f"{target}.json" for target in TARGETS}
+        for target, report in staged.items():
+            cmd = [sys.executable, "-m", "perfgate", "isa", "--target", target]
+            print(f"{prog}: {' '.join(cmd[1:])}", flush=True)
+            rc = spawn.run([*cmd, "--json", str(report)], cwd=paths.REPO, check=False).returncode
+            if rc != 0 or not report.is_file():
+                how = spawn.describe(rc) if rc != 0 else "wrote no report"
+                print(
+                    f"{prog}: error: perfgate isa --target {target} {how}; no ISA baseline written",
+                    file=sys.stderr,
+                )
+                return spawn.exit_code(rc) if rc != 0 else 2
+        atomic.write_all({outs[t]: report.read_bytes() for t, report in staged.items()})
+    print(f"{prog}: wrote {', '.join(str(out) for out in outs.values())}; commit them")
+    return 0

@@ -219,7 +219,7 @@ def bounds(
     if method == "student":
         pooled = ((na - 1) * va + (nb - 1) * vb) / (na + nb - 2)
         se = np.sqrt(pooled * (1 / na + 1 / nb))
-        df = np.full(np.shape(d), float(na + nb - 2))
+        df = float(na + nb - 2)
     elif method == "welch":
         pooled = (va + vb) / 2
         qa, qb = va / na, vb / nb
@@ -230,7 +230,8 @@ def bounds(
     else:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     q = student.ppf(1 - alpha, df)
-    with np.errstate(invalid="ignore", divide="ignore"):
+    # sign(0) x inf is NaN (invalid) on the branch that d == 0 discards below; nothing divides by 0
+    with np.errstate(invalid="ignore"):
         z = np.where(se > 0, d / np.where(se > 0, se, 1), np.sign(d) * np.inf)
     p_slower = np.where(d == 0, 1.0, student.sf(z, df))
     p_faster = np.where(d == 0, 1.0, student.cdf(z, df))

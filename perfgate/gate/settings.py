@@ -224,6 +224,7 @@ KEYS: tuple[Key, ...] = (
         "--min-effect-drift is also given",
         STATS,
         hi_open=True,
+        lo_open=True,  # a zero threshold is never met: every comparison inconclusive
         example=", e.g. 0.03 for 3%",
     ),
     Key(
@@ -252,6 +253,7 @@ KEYS: tuple[Key, ...] = (
         "floor of the threshold against a baseline that records its run-to-run spread",
         STATS,
         hi_open=True,
+        lo_open=True,  # a zero threshold is never met: every comparison inconclusive
         example=", e.g. 0.025 for 2.5%",
     ),
     Key(
@@ -271,6 +273,7 @@ KEYS: tuple[Key, ...] = (
         "threshold of a same-job A/B comparison (perfgate ab): no drift between the sides",
         STATS,
         hi_open=True,
+        lo_open=True,  # a zero threshold is never met: every comparison inconclusive
         example=", e.g. 0.015 for 1.5%",
     ),
     Key(

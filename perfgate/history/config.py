@@ -52,7 +52,7 @@ _KEYS: dict[str, tuple[type, Callable[[Any], bool], str]] = {
     "significance": (float, lambda v: 0 < v < 0.5, "in (0, 0.5)"),
     "baseline_runs": (int, lambda v: 2 <= v <= 50, "an int in [2, 50]"),
     "min_runs": (int, lambda v: v >= 2, "an int >= 2"),
-    "gate_min_effect": (float, lambda v: 0 <= v < 1, "a fraction in [0, 1)"),
+    "gate_min_effect": (float, _fraction, "a fraction in (0, 1)"),  # 0: never met
     "gate_drift_factor": (float, lambda v: 0 <= v < math.inf, "finite and >= 0"),
     "samples_kept": (int, lambda v: v >= 2, "an int >= 2"),
 }

@@ -302,7 +302,37 @@ def _pool(jobs: int) -> ProcessPoolExecutor:
     # fork: workers inherit the imported torch/triton instead of importing them again (seconds
     # each); nothing in the parent has started a GPU context or compiler thread by then.
     method = "fork" if "fork" in _start_methods() else "spawn"
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=get_context(method))
+    return ProcessPoolExecutor(
+        max_workers=jobs,
+        mp_context=get_context(method),
+        initializer=spawn.init_worker,  # they die with this process, and stop when told to
+        initargs=(os.getpid(),),
+    )
+
+
+def _compile_all(work: list[tuple[str, str, int]], jobs: int) -> list[dict[str, Any]]:
+    """``compile_entry`` of each item, in ``jobs`` worker processes. A failed compile, Ctrl-C
+    or a stop signal ends every worker at once: the pool's own exit would first finish every
+    compile already queued (minutes)."""
+    pool = _pool(jobs)
+    try:
+        entries = list(pool.map(compile_entry, *zip(*work, strict=True)))
+    except BaseException:
+        _stop(pool)
+        raise
+    pool.shutdown()
+    return entries
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    # Before Python 3.14 (terminate_workers) the executor has no public way to end its workers
+    # before their work is done; its table of them is the way in.
+    workers = list((getattr(pool, "_processes", None) or {}).values())
+    for worker in workers:
+        worker.terminate()
+    pool.shutdown(wait=False, cancel_futures=True)
+    for worker in workers:
+        worker.join(timeout=spawn.GRACE_S)
 
 
 def _start_methods() -> list[str]:
@@ -330,8 +360,7 @@ def collect(
     if jobs == 1 or len(work) == 1:
         entries = [compile_entry(*w) for w in work]
     else:
-        with _pool(min(jobs, len(work))) as pool:
-            entries = list(pool.map(compile_entry, *zip(*work, strict=True)))
+        entries = _compile_all(work, min(jobs, len(work)))
     native = native and target in NATIVE_TARGETS
     if native:
         entries += native_entries(target)

@@ -4,6 +4,7 @@ line, baseline paths, and the whole flow with pytest replaced by a fake that wri
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 from pathlib import Path
 
@@ -215,20 +216,72 @@ def test_update_refuses_an_injected_slowdown(fake_gpu, monkeypatch):
     assert not (fake_gpu["tmp"] / "pb").exists()
 
 
-def test_update_isa_delegates_to_the_isa_gate(monkeypatch, tmp_path):
-    seen = []
-    monkeypatch.setattr(
-        bench.spawn,
-        "run",
-        lambda cmd, cwd=None, check=False: (
-            seen.append(cmd[1:]) or subprocess.CompletedProcess(cmd, 0)
-        ),
-    )
+def _fake_isa(monkeypatch, outcomes: dict[str, int] | None = None) -> list[list[str]]:
+    """``perfgate isa`` children that write their --json report, or end with ``outcomes[target]``
+    (an exit code; negative: killed by that signal) without writing it."""
+    seen: list[list[str]] = []
+
+    def run(cmd, cwd=None, check=False):
+        seen.append(cmd[1:])
+        target, report = cmd[cmd.index("--target") + 1], Path(cmd[cmd.index("--json") + 1])
+        code = (outcomes or {}).get(target, 0)
+        if code == 0:
+            report.write_text(f"the {target} report\n")
+        return subprocess.CompletedProcess(cmd, code)
+
+    monkeypatch.setattr(bench.spawn, "run", run)
+    return seen
+
+
+def test_update_isa_delegates_to_the_isa_gate(monkeypatch, tmp_path, capsys):
+    seen = _fake_isa(monkeypatch)
     assert main(["update-baselines", "--isa", "--baselines-dir", str(tmp_path)]) == 0
-    assert seen == [
-        ["-m", "perfgate", "isa", "--target", t, "--json", str(tmp_path / "isa" / f"{t}.json")]
+    assert [cmd[:5] for cmd in seen] == [
+        ["-m", "perfgate", "isa", "--target", t]
         for t in collect.TARGETS  # every statically compilable target of the registry
     ]
+    for target in collect.TARGETS:
+        written = tmp_path / "isa" / f"{target}.json"
+        assert written.read_text() == f"the {target} report\n"
+    assert capsys.readouterr().out.splitlines()[-1].endswith("; commit them")
+
+
+@pytest.mark.parametrize(
+    ("code", "exit_code", "how"),
+    [
+        (1, 1, "exited 1"),  # a config that no longer compiles: a regression
+        (2, 2, "exited 2"),
+        (-signal.SIGKILL, 128 + signal.SIGKILL, "was killed by SIGKILL"),  # was exit 0
+        (-signal.SIGSEGV, 128 + signal.SIGSEGV, "was killed by SIGSEGV"),
+    ],
+)
+@pytest.mark.parametrize("failing", range(len(collect.TARGETS)))
+def test_update_isa_is_all_or_nothing(monkeypatch, tmp_path, capsys, code, exit_code, how,
+                                      failing):  # fmt: skip
+    old = {t: f"the old {t} baseline\n" for t in collect.TARGETS}
+    (tmp_path / "isa").mkdir()
+    for target, text in old.items():
+        (tmp_path / "isa" / f"{target}.json").write_text(text)
+    target = collect.TARGETS[failing]
+    seen = _fake_isa(monkeypatch, {target: code})
+    assert main(["update-baselines", "--isa", "--baselines-dir", str(tmp_path)]) == exit_code
+    assert len(seen) == failing + 1  # stopped at the failing target
+    assert {t: (tmp_path / "isa" / f"{t}.json").read_text() for t in old} == old  # none replaced
+    assert sorted(p.name for p in (tmp_path / "isa").iterdir()) == sorted(f"{t}.json" for t in old)
+    err = capsys.readouterr().err
+    assert err == (
+        f"perfgate update-baselines --isa: error: perfgate isa --target {target} {how}; no ISA "
+        "baseline written\n"
+    )
+
+
+def test_update_isa_whose_child_writes_nothing_is_exit_2(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(
+        bench.spawn, "run", lambda cmd, cwd=None, check=False: subprocess.CompletedProcess(cmd, 0)
+    )
+    assert main(["update-baselines", "--isa", "--baselines-dir", str(tmp_path)]) == 2
+    assert "wrote no report; no ISA baseline written" in capsys.readouterr().err
+    assert not (tmp_path / "isa").exists()
 
 
 def test_update_pools_independent_runs_and_records_their_spread(fake_gpu):

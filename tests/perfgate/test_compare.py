@@ -559,6 +559,12 @@ def test_cli_gate(write_result, bench, tmp_path, capsys):
     [
         (["--alpha", "0.7"], "alpha must be a number in (0, 0.5), got 0.7"),
         (["--min-effect", "5"], "min_effect must be a fraction"),  # 5 meant 5%?
+        # a zero threshold is never met: a file against itself would be inconclusive, exit 1
+        (
+            ["--min-effect", "0"],
+            "min_effect must be a fraction in (0, 1), e.g. 0.03 for 3%, got 0.0",
+        ),
+        (["--min-effect-drift", "0"], "min_effect_drift must be a fraction in (0, 1)"),
         (["--resamples", "10"], "n_resamples must be an int in [100, 100000], got 10"),
         (["--min-samples", "1"], "min_samples must be an int in [3, 10000], got 1"),
         (["--n-resamples", "100000000"], "n_resamples must be an int in [100, 100000]"),

@@ -240,6 +240,12 @@ def test_history_settings_table_is_checked(tmp_path):
         ("samples_kept = 20 ", "samples_kept = 2 ", "samples_kept must be >= baseline_runs"),
         ("penalty = 5.0 ", "penalty = 'x' ", "penalty must be finite and > 0, got 'x'"),
         ("significance = 0.01 ", "signifcance = 0.01 ", "unknown key signifcance"),
+        # a zero threshold is never met: every run judged against history inconclusive
+        (
+            "gate_min_effect = 0.025 ",
+            "gate_min_effect = 0.0 ",
+            "gate_min_effect must be a fraction in (0, 1), got 0.0",
+        ),
     ):
         assert old in text, old
         path = tmp_path / "pyproject.toml"

@@ -92,7 +92,7 @@ def test_float_keys_accept_integers_and_stay_floats(tmp_path):
         ("min_samples = 10", "min_samples = true", "min_samples must be an int, got bool"),
         ("alpha = 0.01", 'alpha = "0.01"', "[tool.perfgate] alpha must be a number, got str"),
         ("alpha = 0.01", "alpha = 0.5", "[tool.perfgate] alpha must be a number in (0, 0.5), got 0.5"),
-        ("min_effect = 0.03", "min_effect = 3", "min_effect must be a fraction in [0, 1)"),
+        ("min_effect = 0.03", "min_effect = 3", "min_effect must be a fraction in (0, 1)"),
         ("noise_factor = 2.0", "noise_factor = inf", "noise_factor must be a number in [0, 10], got inf"),
         ("n_resamples = 5000", "n_resamples = 99", "n_resamples must be an int in [100, 100000], got 99"),
         ("seed = 0", "seed = -1", "seed must be an int in [0, 4294967295], got -1"),
@@ -153,7 +153,7 @@ def test_overrides_replace_single_keys_and_are_named_in_the_source():
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"min_effect": 5.0}, "--min-effect: min_effect must be a fraction in [0, 1)"),
+        ({"min_effect": 5.0}, "--min-effect: min_effect must be a fraction in (0, 1)"),
         (
             {"rounds.leaderboard": 0},
             "--rounds-leaderboard: rounds.leaderboard must be an int in [2,",
@@ -282,14 +282,14 @@ def test_pyproject_is_read_with_the_standard_parser():
 _SHIPPED_MODES = tuple(settings.tomllib.loads(SHIPPED)["tool"]["perfgate"]["rounds"])
 RANGES = {
     "alpha": "a number in (0, 0.5)",
-    "min_effect": "a fraction in [0, 1), e.g. 0.03 for 3%",
+    "min_effect": "a fraction in (0, 1), e.g. 0.03 for 3%",
     "noise_factor": "a number in [0, 10]",
     "min_samples": "an int in [3, 10000]",
     "n_resamples": "an int in [100, 100000]",
     "seed": "an int in [0, 4294967295]",
-    "min_effect_drift": "a fraction in [0, 1), e.g. 0.025 for 2.5%",
+    "min_effect_drift": "a fraction in (0, 1), e.g. 0.025 for 2.5%",
     "drift_factor": "a number in [0, 10]",
-    "ab_min_effect": "a fraction in [0, 1), e.g. 0.015 for 1.5%",
+    "ab_min_effect": "a fraction in (0, 1), e.g. 0.015 for 1.5%",
     "looks": "an int in [1, 8]",
     "inconclusive_exit": "an int in [0, 1]",
     "bootstrap_max_samples": "an int in [100, 20000]",

@@ -3,6 +3,7 @@ real processes, really killed (perfgate.spawn, perfgate.atomic, perfgate.__main_
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -170,3 +171,139 @@ def test_a_write_killed_outright_leaves_a_temporary_that_the_next_write_removes(
     atomic.write_text(target, "newer")
     assert target.read_text() == "newer"
     assert _temporaries(tmp_path) == [live.name]
+
+
+# A spec provider whose every compile records its worker's pid, then takes a minute: the pool
+# of `perfgate isa --jobs 2` busy compiling, as when Ctrl-C or a kill reaches it.
+_SLOW_PROVIDER = """
+import os, sys, time
+from pathlib import Path
+from kernels.compile import CompileSpec
+
+MARKS = Path(os.environ["SLOW_PROVIDER_MARKS"])
+
+class SlowSpec(CompileSpec):
+    def compile(self, target):
+        (MARKS / str(os.getpid())).write_text("")
+        time.sleep(60)
+
+def compile_specs(target):
+    return [SlowSpec(f"slow{i}", None, {}, {}, config={"i": i}) for i in range(4)]
+"""
+
+
+def _slow_isa(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
+    """`perfgate isa` compiling with 2 workers, in a session of its own (as a terminal's job)."""
+    (tmp_path / "slow_provider.py").write_text(_SLOW_PROVIDER)
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    env = dict(_env(), SLOW_PROVIDER_MARKS=str(marks))
+    env.pop("TRITON_INTERPRET", None)  # tests/conftest.py sets it on a CPU; `isa` refuses it
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tmp_path)])
+    cmd = [sys.executable, "-m", "perfgate", "isa", "--target", "gfx950", "--skip-native",
+           "--providers", "slow_provider", "--jobs", "2", "--json", str(tmp_path / "out.json")]  # fmt: skip
+    isa = subprocess.Popen(
+        cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    assert _wait_for(lambda: len(list(marks.iterdir())) == 2, timeout=60), "no worker compiled"
+    return isa, [int(p.name) for p in marks.iterdir()]
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "SIGTERM", "SIGKILL"])
+def test_a_stopped_isa_gate_leaves_no_compile_worker_behind(tmp_path, how):
+    # Ctrl-C reaches the whole process group; a kill reaches perfgate alone. Either way its pool
+    # workers go at once: orphans held the caller's output pipe open and compiled for minutes.
+    isa, workers = _slow_isa(tmp_path)
+    try:
+        if how == "ctrl-c":
+            os.killpg(isa.pid, signal.SIGINT)
+        else:
+            isa.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGKILL)
+        # EOF on the pipe once nothing holds it: perfgate gone and no orphan either
+        isa.communicate(timeout=spawn.GRACE_S)
+        assert all(_wait_for(lambda pid=pid: _gone(pid), timeout=2) for pid in workers)
+    finally:  # whatever failed above, leave nothing running
+        for pid in [isa.pid, *workers]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        isa.wait()
+    expected = {"ctrl-c": 130, "SIGTERM": 128 + signal.SIGTERM, "SIGKILL": -signal.SIGKILL}[how]
+    assert isa.returncode == expected
+    assert not (tmp_path / "out.json").exists()
+
+
+# `update-baselines --isa` whose first target compiles at once and whose second is the slow child.
+_SECOND_SLOW = """
+import sys
+from pathlib import Path
+from perfgate import spawn
+from perfgate.__main__ import main
+
+real, calls = spawn.run, []
+def isa(cmd, **kwargs):
+    calls.append(cmd)
+    out = cmd[cmd.index("--json") + 1]
+    if len(calls) == 1:
+        Path(out).write_text("the first target's new report")
+        return real([sys.executable, "-c", ""], **kwargs)
+    return real([sys.executable, "-c", CHILD, f"{sys.argv[1]}.0", out], **kwargs)
+spawn.run = isa
+sys.exit(main(["update-baselines", "--isa", "--baselines-dir", sys.argv[2]]))
+"""
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "SIGTERM", "SIGHUP"])
+def test_an_isa_update_stopped_at_its_second_target_replaces_no_baseline(tmp_path, how):
+    mark, isa = tmp_path / "child", tmp_path / "pb" / "isa"
+    isa.mkdir(parents=True)
+    old = {name: f"old {name}" for name in ("gfx950.json", "sm90.json")}
+    for name, text in old.items():
+        (isa / name).write_text(text)
+    parent = subprocess.Popen(
+        [sys.executable, "-c", f"CHILD = {_CHILD!r}\n{_SECOND_SLOW}", str(mark), str(isa.parent)],
+        cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    )  # fmt: skip
+    second = Path(f"{mark}.0")
+    assert _wait_for(lambda: second.is_file() and second.read_text()), "never reached target 2"
+    if how == "ctrl-c":
+        os.killpg(parent.pid, signal.SIGINT)
+    else:
+        parent.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGHUP)
+    _, err = parent.communicate(timeout=30)
+    expected = (
+        130 if how == "ctrl-c" else 128 + (signal.SIGTERM if how == "SIGTERM" else signal.SIGHUP)
+    )
+    assert parent.returncode == expected, err
+    assert _wait_for(lambda: _gone(int(second.read_text())), timeout=2)
+    assert {p.name: p.read_text() for p in isa.iterdir()} == old  # the first one's too
+
+
+def test_write_all_holds_a_stop_signal_until_every_file_is_in_place(tmp_path, monkeypatch):
+    seen: list[str] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append("SIGTERM"))
+    real = atomic.write_bytes
+
+    def write(path, data):
+        real(path, data)
+        seen.append(Path(path).name)
+        if len(seen) == 1:
+            os.kill(os.getpid(), signal.SIGTERM)  # a stop between the first file and the second
+
+    monkeypatch.setattr(atomic, "write_bytes", write)
+    try:
+        atomic.write_all({tmp_path / "a.json": b"a", tmp_path / "b.json": b"b"})
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert seen == ["a.json", "b.json", "SIGTERM"]  # delivered, but after the last rename
+
+
+@pytest.mark.parametrize(
+    ("returncode", "said", "code"),
+    [(0, "exited 0", 0), (1, "exited 1", 1), (2, "exited 2", 2), (-9, "was killed by SIGKILL", 137),
+     (-15, "was killed by SIGTERM", 143), (-11, "was killed by SIGSEGV", 139),
+     (-200, "was killed by signal 200", 328)],
+)  # fmt: skip
+def test_how_a_child_ended(returncode, said, code):
+    assert (spawn.describe(returncode), spawn.exit_code(returncode)) == (said, code)

@@ -10,9 +10,11 @@ import hashlib
 import json
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
+import torch
 
 from perfgate import catalog
 from perfgate.__main__ import main
@@ -23,6 +25,7 @@ from perfgate.measure import interleave
 from perfgate.measure import worker as sampler
 from perfgate.revisions import AbError
 from perfgate.submission import sides
+from tests.perfgate.test_ab import FakeSide
 
 # A file whose import prints to stdout: the worker must keep that off its protocol channel.
 FAKE = "print('hello from the file')\n\ndef custom_kernel(data):\n    return data\n"
@@ -197,7 +200,13 @@ def test_a_submission_side_speaks_the_protocol_and_goes_away(tmp_path):
         assert message.startswith(f"head: prepare {case['name']}: ") and "\n" not in message
         # no GPU: the worker refuses the device; on a GPU the fake file's answer (no tensor)
         # fails the output check; either way the side and the case are named in one line
-        assert ("benchmarks need a GPU" in message) or ("has no attribute 'shape'" in message)
+        if torch.cuda.is_available():
+            assert message.endswith("AttributeError: 'dict' object has no attribute 'shape'")
+        else:
+            assert message == (
+                f"head: prepare {case['name']}: ValueError: last_level_cache_bytes must be > 0, "
+                "got 0 (the interpreter has no cache to flush; benchmarks need a GPU)"
+            )
         assert side.describe()["path"] == str(fake)
     finally:
         side.close()
@@ -205,27 +214,53 @@ def test_a_submission_side_speaks_the_protocol_and_goes_away(tmp_path):
 
 
 # -- the sides in the A/B loop and the report ---------------------------------------------------
+REAL_SIDE = sides.SubmissionSide
+
+
+class FileSide(FakeSide):
+    """A side's worker whose rounds are FakeSide's (a CPU has no device clock); a side's first
+    worker, the one asked what it times, is also a real worker process on the file (it loads the
+    file and hashes it). Everything between (the looks, the processes a side, the blocks, the
+    verdicts, the store) is the real A/B's; only the clock is planted."""
+
+    def __init__(self, label, path, factors, order):
+        super().__init__(label, factors, zlib.crc32(label.encode()), order, offset=0.002)
+        self.real = REAL_SIDE(label, path) if label in ("base1", "head1") else None
+
+    def ask(self, req):
+        answer = super().ask(req)
+        if req["op"] == "prepare":
+            answer["reducer_backend"] = None  # a file has no reducer of its own
+        return answer
+
+    def describe(self):
+        return self.real.describe()
+
+    def close(self):
+        if self.real is not None:
+            self.real.close()
+        super().close()
+
+
 def test_run_submissions_measures_both_files_and_records_what_each_timed(tmp_path, monkeypatch):
     from perfgate.gate import settings
 
-    a, b = _write(tmp_path, "a.py"), _write(tmp_path, "b.py", FAKE + "# slower\n")
-    started = []
+    a, b = _write(tmp_path, "a.py"), _write(tmp_path, "b.py", FAKE + "# 5% slower on 'slow'\n")
+    factors = {a: {}, b: {"slow": 1.05}}
+    order, started = [], []
 
-    def fake_measure(specs, cases, design, start, *, on_prepared=None, timings=None):
-        # one fresh worker a side, as a look starts them: real processes on the two files
-        for label in ("base", "head"):
-            worker = start(specs[label], 0)
-            started.append(worker)
-            assert worker.proc.poll() is None  # up
-            on_prepared(specs[label], worker, "x", {"reducer_backend": None})
-        for worker in started:
-            worker.close()
-        return {"d": 1}, {"s": 2}
+    def side(label, path, mode="device"):
+        started.append(FileSide(label, path, factors[path], order))
+        return started[-1]
 
-    monkeypatch.setattr(ab_measure, "measure_ab", fake_measure)
-    decisions, store, infos, _ = ab_measure.run_submissions(a, b, [], settings.load())
-    assert (decisions, store) == ({"d": 1}, {"s": 2})
-    assert [w.label for w in started] == ["base1", "head1"]
+    monkeypatch.setattr(sides, "SubmissionSide", side)
+    cases = [{"name": "slow"}, {"name": "same"}]
+    decisions, store, infos, _ = ab_measure.run_submissions(a, b, cases, settings.load())
+    assert decisions["slow"].result.verdict == REGRESSION  # judged from the rounds, 5% slower
+    assert decisions["same"].result.verdict == UNCHANGED
+    assert decisions["slow"].result.ratio == pytest.approx(1.05, rel=0.005)
+    first = decisions["slow"].processes  # processes a side at the look that decided it
+    assert [len(p) for p in store["head"]["slow"]["plain"]] == [decisions["slow"].rounds] * first
     for label, path in (("base", a), ("head", b)):
         timed = infos[label]["timed"]
         assert (timed["path"], timed["sha256"]) == (
@@ -233,7 +268,8 @@ def test_run_submissions_measures_both_files_and_records_what_each_timed(tmp_pat
             hashlib.sha256(path.read_bytes()).hexdigest(),
         )
         assert infos[label]["reducer_backend"] is None
-    assert all(w.proc.poll() is not None for w in started)  # both gone after
+    assert all(w.closed for w in started)
+    assert all(w.real.proc.poll() is not None for w in started if w.real)  # all gone after
 
 
 def test_a_worker_failure_is_one_line_and_exit_2(tmp_path, monkeypatch):
