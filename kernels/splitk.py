@@ -51,7 +51,19 @@ _choices: dict[str, _Choice] = {}
 
 
 def _require_native() -> bool:
-    return os.environ.get(REQUIRE_NATIVE_ENV, "0") not in ("", "0")
+    """MXFP4_REQUIRE_NATIVE_REDUCER read as perfgate reads every on/off variable (its
+    perfgate.flags rule, written again here: kernels imports nothing of the suite): 1/true/yes/on,
+    0/false/no/off or empty, any case; anything else is an error, never a guess."""
+    raw = os.environ.get(REQUIRE_NATIVE_ENV)
+    value = "" if raw is None else raw.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise RuntimeError(
+        f"{REQUIRE_NATIVE_ENV} must be one of 1, true, yes, on (on) or 0, false, no, off or "
+        f"empty (off), got {raw!r}"
+    )
 
 
 def _device_key(device: torch.device | None) -> tuple[str, int | None]:

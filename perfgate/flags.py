@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 ON = ("1", "true", "yes", "on")
 OFF = ("0", "false", "no", "off", "")
 # every on/off variable perfgate and the noxfile read; `python -m perfgate` checks them at start
-NAMES = ("PERFGATE_REQUIRE_GPU", "PERFGATE_TRACEBACK")
+NAMES = ("PERFGATE_REQUIRE_GPU", "PERFGATE_TRACEBACK", "MXFP4_REQUIRE_NATIVE_REDUCER")
 
 
 class FlagError(ValueError):

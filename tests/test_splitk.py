@@ -293,3 +293,25 @@ def test_compile_specs_compile_for_both_targets():
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("value", "on"),
+    [("1", True), ("TRUE", True), (" yes ", True), ("on", True), ("0", False), ("false", False),
+     ("No", False), ("off", False), ("", False), (None, False)],
+)  # fmt: skip
+def test_require_native_reads_on_and_off_as_perfgate_does(monkeypatch, value, on):
+    # MXFP4_REQUIRE_NATIVE_REDUCER=false once counted as on
+    if value is None:
+        monkeypatch.delenv(splitk.REQUIRE_NATIVE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(splitk.REQUIRE_NATIVE_ENV, value)
+    assert splitk._require_native() is on
+
+
+def test_require_native_refuses_anything_else(monkeypatch):
+    monkeypatch.setenv(splitk.REQUIRE_NATIVE_ENV, "maybe")
+    with pytest.raises(
+        RuntimeError, match=r"MXFP4_REQUIRE_NATIVE_REDUCER must be one of .* got 'maybe'"
+    ):
+        splitk._require_native()
