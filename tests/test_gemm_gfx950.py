@@ -39,9 +39,10 @@ signature = {
     "x_ptr": "*bf16", "q_ptr": "*u8", "s_ptr": "*u8", "M": "i32", "K": "i32",
     "stride_xm": "i32", "stride_qm": "i32", "stride_sm": "i32",
     "BLOCK_M": "constexpr", "BLOCK_K": "constexpr", "QUANT_PATH": "constexpr",
-    "NAN_BLOCK_CODES": "constexpr",
+    "NAN_BLOCK_CODES": "constexpr", "CAST_A": "constexpr",
 }
-constexprs = {"BLOCK_M": 16, "BLOCK_K": 256, "QUANT_PATH": int(sys.argv[1]), "NAN_BLOCK_CODES": True}
+constexprs = {"BLOCK_M": 16, "BLOCK_K": 256, "QUANT_PATH": int(sys.argv[1]), "NAN_BLOCK_CODES": True,
+              "CAST_A": False}
 print(CompileSpec("quantize", quantize_kernel, signature, constexprs).compile("gfx950").asm["amdgcn"])
 """
 

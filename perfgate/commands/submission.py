@@ -179,7 +179,7 @@ def _test(args: argparse.Namespace) -> int:
     if not verdict.leaderboard_ran:
         return _error(
             "test", "no leaderboard check ran (the selection left none): the leaderboard's "
-            "verdict is unknown; select at least one test of tests/submission/test_leaderboard.py",
+            "verdict is unknown; select at least one test of tests/submission/test_leaderboard_tier.py",
         )  # fmt: skip
     code = 0
     if verdict.leaderboard_failed:

@@ -187,7 +187,7 @@ def test_a_selection_without_a_leaderboard_check_is_no_verdict():
     assert done.stderr.splitlines() == [
         "perfgate submission test: error: no leaderboard check ran (the selection left none): "
         "the leaderboard's verdict is unknown; select at least one test of "
-        "tests/submission/test_leaderboard.py"
+        "tests/submission/test_leaderboard_tier.py"
     ]
     done = _perfgate("submission", "test", str(THIRD_PARTY), "-q", "-k", "no_such_test_h29")
     assert done.returncode == 2

@@ -1,6 +1,6 @@
 """The strict tier: the suite's exact semantics, judged through ``custom_kernel(data)`` alone.
 
-GPU MODE checks none of this (tests/submission/test_leaderboard.py is what it checks); a failure
+GPU MODE checks none of this (tests/submission/test_leaderboard_tier.py is what it checks); a failure
 here is a departure from the reference's exact semantics (:class:`perfgate.submission.tiers.
 Departure`: its class, the first differing element, the got/want bits), which ``submission test``
 lists and, with ``--strict``, fails on:
