@@ -71,6 +71,10 @@ SETTINGS = steps.StepSettings(min_effect=1e-9, min_size=3, penalty=5.0, alpha=0.
 @pytest.mark.parametrize("m", [3, 6, 20])
 @pytest.mark.parametrize(("scale", "found"), [(0.98, False), (1.02, True)])
 def test_the_penalty_is_penalty_times_noise_squared_times_ln_runs(m, scale, found):
+    pytest.importorskip(
+        "ruptures",
+        reason="the change-point search is the history extra's (pip install -e '.[history]')",
+    )
     d0 = math.sqrt(2 * SETTINGS.penalty * steps.NOISE_FLOOR**2 * math.log(2 * m) / m)
     d = d0 * math.sqrt(scale)  # a gain of 0.98 or 1.02 penalties
     medians = [1.0] * m + [math.exp(d)] * m

@@ -46,6 +46,13 @@ sys.exit(main(["update-baselines", "--isa", "--baselines-dir", sys.argv[2]]))
 """
 
 
+def _as_a_terminal_job() -> None:
+    """A child as a terminal starts it: Ctrl-C delivered. A container or CI shell may start
+    this run with SIGINT ignored, which every child inherits and Python then keeps (as it
+    should: a job started that way asked for it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=str(ROOT))
 
@@ -204,7 +211,7 @@ def _slow_isa(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
            "--providers", "slow_provider", "--jobs", "2", "--json", str(tmp_path / "out.json")]  # fmt: skip
     isa = subprocess.Popen(
         cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=_as_a_terminal_job,
     )  # fmt: skip
     assert _wait_for(lambda: len(list(marks.iterdir())) == 2, timeout=60), "no worker compiled"
     return isa, [int(p.name) for p in marks.iterdir()]
@@ -263,7 +270,7 @@ def test_an_isa_update_stopped_at_its_second_target_replaces_no_baseline(tmp_pat
     parent = subprocess.Popen(
         [sys.executable, "-c", f"CHILD = {_CHILD!r}\n{_SECOND_SLOW}", str(mark), str(isa.parent)],
         cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+        start_new_session=True, preexec_fn=_as_a_terminal_job,
     )  # fmt: skip
     second = Path(f"{mark}.0")
     assert _wait_for(lambda: second.is_file() and second.read_text()), "never reached target 2"
