@@ -451,3 +451,51 @@ def test_one_slow_run_of_three_leaves_the_stored_threshold_at_its_floor():
     drift = bl.run_drift([18.64e-6, 18.64e-6, 19.43e-6])
     assert s.threshold(0.0, drift=drift) == s.min_effect_drift
     assert s.threshold(0.0, drift=bl.run_spread([18.64e-6, 18.64e-6, 19.43e-6])) > 0.05
+
+
+# -- the committed baselines: each names the clean commit it was recorded at --------------------
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+COMMITTED = sorted(
+    os.path.relpath(os.path.join(root, name), REPO)
+    for root, _, names in os.walk(os.path.join(REPO, "perf_baselines"))
+    for name in names
+    if name.endswith(".json")
+)
+
+
+def _fingerprint(rel: str) -> dict | None:
+    with open(os.path.join(REPO, rel)) as f:
+        data = json.load(f)
+    block = data.get("machine_info", {}).get("perfgate") if isinstance(data, dict) else None
+    return block.get("fingerprint") if isinstance(block, dict) else None
+
+
+TIMED = [rel for rel in COMMITTED if _fingerprint(rel) is not None]
+
+
+def test_the_committed_timing_baselines_are_found():
+    assert "perf_baselines/nvidia-h200/device.json" in TIMED
+
+
+@pytest.mark.parametrize("rel", TIMED)
+def test_a_committed_baseline_was_recorded_from_a_clean_commit(rel):
+    # history refuses a dirty record (its times belong to no commit), and a baseline is
+    # re-recorded only together with the change that moved it: both need the commit it ran.
+    fp = _fingerprint(rel)
+    assert fp["git_dirty"] is False, f"{rel}: recorded with uncommitted changes"
+    assert re.fullmatch(r"[0-9a-f]{40}", fp["git_commit"] or ""), f"{rel}: {fp['git_commit']!r}"
+
+
+@pytest.mark.parametrize("rel", TIMED)
+def test_a_committed_baseline_names_a_commit_of_this_history(rel):
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True)
+
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() != "false":
+        pytest.skip("needs the whole git history (this checkout has none or a shallow one)")
+    commit = _fingerprint(rel)["git_commit"]
+    assert git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0, (
+        f"{rel}: {commit} is not an ancestor of HEAD"
+    )

@@ -18,9 +18,14 @@ from perfgate.history import ab_records, records, steps
 H200 = Path(__file__).resolve().parents[2] / "perf_baselines" / "nvidia-h200" / "device.json"
 
 
+COMMIT = "08303fa5b8777126035bb54e1faecaf3d7f2dd83"
+
+
 def _results(tmp_path: Path, commit_info: dict) -> Path:
+    """The committed H200 results file, recorded (clean) at COMMIT, with ``commit_info`` set."""
     data = json.loads(H200.read_text())
-    data["commit_info"] = {**data["commit_info"], **commit_info}
+    data["machine_info"]["perfgate"]["fingerprint"].update(git_commit=COMMIT, git_dirty=False)
+    data["commit_info"] = {**data["commit_info"], "id": COMMIT, "dirty": False, **commit_info}
     path = tmp_path / "device.json"
     path.write_text(json.dumps(data))
     return path
@@ -36,7 +41,7 @@ def test_a_run_takes_its_commits_committer_time_in_utc(tmp_path):
 def test_a_run_whose_commit_info_names_another_commit_has_no_commit_time(tmp_path):
     path = _results(tmp_path, {"id": "f" * 40, "time": "2026-12-02T05:06:07+02:00"})
     run = records.read_run(path)
-    assert run.commit == "08303fa5b8777126035bb54e1faecaf3d7f2dd83"  # the fingerprint's
+    assert run.commit == COMMIT  # the fingerprint's
     assert run.commit_time is None  # another commit's date would misplace it
 
 
