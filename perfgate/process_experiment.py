@@ -1,4 +1,4 @@
-"""The power experiment of the process-level A/B (``perfgate experiment``, the default design).
+"""The power experiment of the process-level A/B (``perfgate experiment``).
 
 A **verdict** is what ``perfgate ab`` does once, with both sides this checkout: fresh worker
 processes a side at every look (A and B, started for this verdict only, so the null compares
@@ -22,6 +22,7 @@ that decided it), so every row is the gate's own behaviour.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import time
@@ -33,6 +34,12 @@ from typing import Any
 from perfgate.measure.worker import PLAIN, variant_name
 
 INJECTIONS = ("sleep", "factor")
+DEFAULT_LEVELS = (0.03, 0.05, 0.10)
+# A verdict's measured size within this fraction of its level counts as "at the level".
+SIZE_BAND = 0.15
+# The round-level design (one worker a side, every round a sample) was retired after this
+# commit; its samples files (keys s<session>|<case>|t<trial>|...) are re-analysed there.
+ROUND_DESIGN_LAST = "76c1929"
 
 
 @dataclass
@@ -151,15 +158,43 @@ def spreads(trials: list[VerdictTrial], trim: float) -> dict[str, dict[str, floa
     return out
 
 
-def summarise(trials, design, levels, injection: str, meta: dict) -> dict[str, Any]:
-    from perfgate.experiment import SIZE_BAND, _flagged, interval, size_band
+def level_text(variant: str) -> str:
+    """An injected level as it was given, in percent (``0.0075`` is ``0.75%``, not ``1%``)."""
+    return f"{float(variant) * 100:g}%"
 
+
+def size_band(size: float, level: float) -> str:
+    """Where a measured size lies against its level: ``below``, ``at`` or ``above`` the band
+    of +-``SIZE_BAND`` (relative) around it."""
+    if size < level * (1 - SIZE_BAND):
+        return "below"
+    if size > level * (1 + SIZE_BAND):
+        return "above"
+    return "at"
+
+
+def flagged(j: dict) -> bool:
+    """A regression; at level 0 an improvement is a false alarm too."""
+    return j["verdict"] == "regression" or (j["variant"] == PLAIN and j["verdict"] == "improvement")
+
+
+def interval(k: int, n: int) -> tuple[float, float]:
+    """Clopper-Pearson 95% interval of a rate k/n."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return 0.0, 1.0
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def summarise(trials, design, levels, injection: str, meta: dict) -> dict[str, Any]:
     records = judgements(trials, design, levels, injection)
     rows, bands = [], []
     for v in [PLAIN, *(variant_name(lv) for lv in levels)]:
         mine = [j for j in records if j["variant"] == v]
         c = Counter(j["verdict"] for j in mine) + Counter(f"looks:{j['look']}" for j in mine)
-        n, hits = len(mine), sum(_flagged(j) for j in mine)
+        n, hits = len(mine), sum(flagged(j) for j in mine)
         sizes = sorted(j["true_size"] for j in mine if j["true_size"] is not None)
         rows.append(
             {
@@ -178,7 +213,7 @@ def summarise(trials, design, levels, injection: str, meta: dict) -> dict[str, A
             continue
         for band in ("below", "at", "above"):
             inside = [j for j in mine if size_band(j["true_size"], float(v)) == band]
-            k = sum(_flagged(j) for j in inside)
+            k = sum(flagged(j) for j in inside)
             bands.append({"variant": v, "band": band, "n": len(inside), "flagged": k,
                           "rate_ci95": interval(k, len(inside))})  # fmt: skip
     return {
@@ -192,8 +227,6 @@ def summarise(trials, design, levels, injection: str, meta: dict) -> dict[str, A
 
 
 def render(summary: dict[str, Any]) -> str:
-    from perfgate.experiment import _render_calibration, level_text
-
     meta = summary["meta"]
     d = meta["design"]
     lines = [
@@ -265,6 +298,26 @@ def render(summary: dict[str, Any]) -> str:
     if meta.get("calibration"):
         lines += ["", _render_calibration(meta["calibration"])]
     return "\n".join(lines) + "\n"
+
+
+def _render_calibration(cal: dict[str, dict]) -> str:
+    """One line per level: how the closed loop ended over every verdict and case."""
+    import numpy as np
+
+    per_level: dict[str, list[dict]] = {}
+    for info in cal.values():
+        for v, c in info.items():
+            per_level.setdefault(v, []).append(c)
+    parts = []
+    for v, cs in sorted(per_level.items(), key=lambda kv: float(kv[0])):
+        achieved = np.array([c["achieved"] for c in cs])
+        steps = [len(c["steps"]) for c in cs]
+        parts.append(
+            f"{level_text(v)}: {sum(c['converged'] for c in cs)}/{len(cs)} converged, "
+            f"{sum(c['floor_limited'] for c in cs)} floor-limited, prepare-time size "
+            f"{achieved.min():+.2%}..{achieved.max():+.2%}, steps {min(steps)}-{max(steps)}"
+        )
+    return "Calibration (closed loop, per session and case): " + "; ".join(parts) + "."
 
 
 # -- measuring (GPU) ---------------------------------------------------------------------------
@@ -374,6 +427,7 @@ def counts(trials: list[VerdictTrial]) -> dict[str, Any]:
 
 # -- the samples file ---------------------------------------------------------------------------
 _KEY = re.compile(r"p\|v(\d+)\|([^|]+)\|([AB])(\d+)\|l(\d+)\|([^|]+)")
+_ROUND_KEY = re.compile(r"s\d+\|[^|]+\|t\d+\|(A\|plain|B\|[^|]+)")
 
 
 def save(path: Path, trials: list[VerdictTrial]) -> None:
@@ -397,15 +451,14 @@ def save(path: Path, trials: list[VerdictTrial]) -> None:
     atomic.write_bytes(path, buffer.getvalue())
 
 
-def is_process_file(keys) -> bool:
-    return any(k.startswith("p|") for k in keys)
-
-
 def from_arrays(arrays: dict[str, Any], where: str, offset: int = 0) -> list[VerdictTrial]:
     """The trials of one file's arrays (verdict indices shifted by ``offset``, so that several
     files' verdicts stay apart); ValueError naming ``where`` for anything else."""
     import numpy as np
 
+    if arrays and all(_ROUND_KEY.fullmatch(k) for k in arrays):
+        raise ValueError(f"{where}: holds samples of the retired round-level design (one worker "
+                         f"a side); perfgate at commit {ROUND_DESIGN_LAST} re-analyses them")  # fmt: skip
     found: dict[tuple[int, str], dict] = {}
     for key, values in arrays.items():
         m = _KEY.fullmatch(key)
@@ -447,29 +500,12 @@ def from_arrays(arrays: dict[str, Any], where: str, offset: int = 0) -> list[Ver
     return trials
 
 
-def file_design(path: Path) -> str:
-    """``processes`` for a samples file this module wrote, ``rounds`` for anything else (the
-    round-level design's loader then reads it, or says why it cannot)."""
-    import zipfile
-
-    import numpy as np
-
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            keys = list(getattr(data, "files", []))
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile, AttributeError, TypeError):
-        return "rounds"
-    return "processes" if is_process_file(keys) else "rounds"
-
-
 def load(paths: list[Path]) -> tuple[list[VerdictTrial], list[dict]]:
     """The trials of several samples files (their verdicts numbered apart) and each file's
     meta.json; ValueError naming the file for one that is not a process-level samples file."""
     import zipfile
 
     import numpy as np
-
-    from perfgate.experiment import load_meta
 
     trials: list[VerdictTrial] = []
     metas = []
@@ -502,3 +538,33 @@ def load(paths: list[Path]) -> tuple[list[VerdictTrial], list[dict]]:
         trials += got
         metas.append(load_meta(path.with_name("meta.json")))
     return trials, metas
+
+
+def load_meta(path: Path) -> dict[str, Any]:
+    """The ``meta.json`` beside a samples file (the measuring run's device and calibration), or
+    {} where there is none; ValueError when it is not a JSON object."""
+    if not path.exists():
+        return {}
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
+        detail = " ".join(str(exc).split()) or type(exc).__name__
+        raise ValueError(
+            f"{path}: not a meta.json written by perfgate experiment ({detail})"
+        ) from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{path}: expected a JSON object (an experiment's meta.json)")
+    return meta
+
+
+def parse_levels(text: str) -> tuple[float, ...]:
+    """``--inject``'s levels; ValueError saying what was expected."""
+    try:
+        levels = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise ValueError(
+            f"--inject must be comma-separated fractions such as 0.03,0.05, got {text!r}"
+        ) from None
+    if not levels or any(not 0 < lv < 1 for lv in levels) or len(set(levels)) != len(levels):
+        raise ValueError(f"--inject must list distinct fractions in (0, 1), got {text!r}")
+    return levels

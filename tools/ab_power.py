@@ -289,12 +289,13 @@ def design_row(model, design, costs, n: int, seed: int, method: str = "student")
 
 
 def today_row(model, threshold: float, n: int, seed: int, rounds: int = 200, looks: int = 3):
-    """Today's gate on the same model: one worker a side, every round a sample,
-    :func:`perfgate.gate.stats.compare_samples` (rank test and bootstrap, ``ab=True``) through the
-    adaptive looks at ``rounds x 1, 2, 4`` (1000 resamples instead of 5000, for time)."""
+    """The retired round-level A/B on the same model, for comparison: one worker a side, every
+    round a sample, :func:`perfgate.gate.stats.compare_samples` (rank test and bootstrap) at the
+    fixed ``threshold`` (a pooled baseline whose runs agree: ``drift=0``, ``min_effect_drift``)
+    through the adaptive looks at ``rounds x 1, 2, 4`` (1000 resamples instead of 5000)."""
     from perfgate.gate.stats import Settings, compare_samples
 
-    settings = Settings(ab_min_effect=threshold, n_resamples=1000, looks=looks)
+    settings = Settings(min_effect_drift=threshold, n_resamples=1000, looks=looks)
     totals = [rounds * 2**k for k in range(looks)]
     out = {}
     for i, effect in enumerate(EFFECTS):
@@ -303,7 +304,7 @@ def today_row(model, threshold: float, n: int, seed: int, rounds: int = 200, loo
         b, h = synthetic.trials(model, n, 1, totals[-1], effect, rng)
         for t in range(n):
             for total in totals:
-                res = compare_samples(b[t, 0, :total], h[t, 0, :total], settings, ab=True,
+                res = compare_samples(b[t, 0, :total], h[t, 0, :total], settings, drift=0.0,
                                       looks=looks)  # fmt: skip
                 if res.verdict != pa.INCONCLUSIVE:
                     break
@@ -518,7 +519,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", default="100", help="a process at the first look")
     parser.add_argument("--floors", default="0.0025", help="ab_floor values to try")
     parser.add_argument("--min-effect", type=float, default=0.01)
-    parser.add_argument("--thresholds", default="0.01,0.015", help="today: ab_min_effect values")
+    parser.add_argument("--thresholds", default="0.01,0.015", help="today: round-level thresholds")
     parser.add_argument("--sensitivities", default="0.01,0.015,0.02,0.03", help="tradeoff: sizes")
     parser.add_argument("--round-growth", type=int, default=1)
     parser.add_argument("--alpha", type=float, default=0.01)

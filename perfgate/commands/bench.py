@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the GPU benchmarks and gate them against this device's baseline",
         description=__doc__.split("\n\n")[1],
     )
-    _common_options(bench, skip=("ab_min_effect",))
+    _common_options(bench)
     bench.add_argument(
         "--allow-missing-baseline",
         action="store_true",
@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n")[2],
     )
     # update-baselines compares the new baseline with the old one once: no adaptive looks
-    _common_options(update, skip=("ab_min_effect", "looks"))
+    _common_options(update, skip=("looks",))
     update.add_argument(
         "--isa",
         action="store_true",
@@ -86,7 +86,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     update.set_defaults(func=update_command)
 
 
-def _common_options(parser: argparse.ArgumentParser, skip: tuple[str, ...]) -> None:
+def _common_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ()) -> None:
     each = "; ".join(f"{m.name}: {m.description}" for m in MODES).replace("%", "%%")
     parser.add_argument(
         "--mode",

@@ -51,7 +51,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     from perfgate.gate import settings
 
     # a comparison of two files takes one look at a stored baseline: no adaptive looks, no A/B
-    settings.add_options(parser, settings.STATS, skip=("looks", "ab_min_effect"))
+    settings.add_options(parser, settings.STATS, skip=("looks",))
     parser.set_defaults(func=_run)
 
 

@@ -37,22 +37,22 @@ class ProcessReport(Report):
 
 
 def settings_block(design, mode: str, inconclusive_exit: int) -> dict[str, Any]:
-    """What the verdicts used, under the names the report renderers read
-    (``unit = process`` selects the process-level description)."""
+    """What the verdicts used, under the names the report renderers read (``unit = process``
+    selects the process-level description); ``section`` is the pyproject table the design's
+    keys come from, ``[tool.perfgate.ab_<mode>]``."""
     return {
         "alpha": design.alpha,
         "confidence": 1 - 2 * design.look_alpha,
         "unit": "process",
-        "ab_mode": mode,
-        "ab_min_effect": design.min_effect,
-        "ab_floor": design.floor,
-        "ab_processes": "/".join(str(p) for p in design.processes),
-        "ab_rounds_per_process": design.rounds,
+        "section": f"ab_{mode}",
+        "min_effect": design.min_effect,
+        "floor": design.floor,
+        "processes": "/".join(str(p) for p in design.processes),
+        "rounds_per_process": design.rounds,
         "trim": design.trim,
         "looks": design.looks,
         "inconclusive_exit": inconclusive_exit,
         "allow_missing": False,
-        "ab": True,
     }
 
 
@@ -109,8 +109,8 @@ def make(decisions: dict, store: dict, design, mode: str, gate, **where) -> Proc
     for name in decisions:
         notes.append(note(name, figures[name], decisions[name].result.baseline_median))
     report = compare.make_report(
-        rows, gate.stats, mode=mode, allow_missing=False, notes=notes, ab=True,
-        looks=design.looks, **where,
+        rows, gate.stats, mode=mode, allow_missing=False, notes=notes, looks=design.looks,
+        **where,
     )  # fmt: skip
     fields = {f.name: getattr(report, f.name) for f in dataclasses.fields(Report)}
     fields["settings"] = settings_block(design, mode, gate.stats.inconclusive_exit)

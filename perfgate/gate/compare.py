@@ -165,7 +165,6 @@ def judge(
     settings,
     *,
     drifts: dict[str, float] | None = None,
-    ab: bool = False,
     looks: int = 1,
     looks_taken: dict[str, int] | None = None,
 ) -> list:
@@ -191,7 +190,7 @@ def judge(
             rows.append(_lonely_row(name, MISSING, base_samples[name]))
             continue
         row = _row(name, base_samples[name], cur_samples[name], settings,
-                   drift=drifts.get(name), ab=ab, looks=looks)  # fmt: skip
+                   drift=drifts.get(name), looks=looks)  # fmt: skip
         rows.append(dataclasses.replace(row, looks=looks_taken.get(name, 1)))
     rows += [_lonely_row(n, NEW, cur_samples[n]) for n in cur_samples if n not in base_samples]
     return rows
@@ -217,7 +216,6 @@ def make_report(
     allow_missing: bool,
     warnings: list[str] | None = None,
     notes: list[str] | None = None,
-    ab: bool = False,
     looks: int = 1,
 ):
     """The report and its exit code: 1 for a regression, a missing benchmark (unless allowed)
@@ -246,7 +244,6 @@ def make_report(
             "noise_factor": settings.noise_factor,
             "min_effect_drift": settings.min_effect_drift,
             "drift_factor": settings.drift_factor,
-            "ab_min_effect": settings.ab_min_effect,
             "looks": looks,
             "inconclusive_exit": settings.inconclusive_exit,
             "min_samples": settings.min_samples,
@@ -254,7 +251,6 @@ def make_report(
             "bootstrap_max_samples": settings.bootstrap_max_samples,
             "seed": settings.seed,
             "allow_missing": allow_missing,
-            "ab": ab,
         },
         warnings=list(warnings or []),
         notes=list(notes or []),

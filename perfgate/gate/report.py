@@ -226,26 +226,24 @@ def _gate_description(settings: dict[str, Any]) -> str:
         return ""
     if settings.get("unit") == "process":  # perfgate ab: perfgate.gate.ab_report
         return (
-            f"Each side is measured in worker processes ({settings['ab_processes']} a side at "
-            f"the looks, {settings['ab_rounds_per_process']} rounds each); a process's level is "
+            f"Each side is measured in worker processes ({settings['processes']} a side at "
+            f"the looks, {settings['rounds_per_process']} rounds each); a process's level is "
             f"the {settings['trim']:.0%}-trimmed mean of its rounds. Student's t over the "
             f"processes' log levels gives the CI of the change, two-sided at 1 - 2 × "
             f"{settings['alpha']:g} / {settings['looks']} looks: a regression when it lies above "
-            f"+{settings['ab_floor']:.2%}, unchanged when within ±{settings['ab_min_effect']:.1%}."
+            f"+{settings['floor']:.2%}, unchanged when within ±{settings['min_effect']:.1%} "
+            f"([tool.perfgate.{settings['section']}])."
         )
     looks = settings.get("looks", 1)
     level = f"p < {settings['alpha']:g}"
     if looks > 1:
         level += f" / {looks} looks"
-    if settings.get("ab"):
-        threshold = f"±{settings['ab_min_effect']:.1%} (same-job A/B: no drift between sides)"
-    else:
-        threshold = f"max({settings['min_effect']:.1%}, {settings['noise_factor']:g} × noise)"
-        if "drift_factor" in settings:
-            threshold += (
-                f", or max({settings['min_effect_drift']:.1%}, {settings['drift_factor']:g} × "
-                "robust run-to-run drift of its runs' medians) where the baseline pools runs"
-            )
+    threshold = f"max({settings['min_effect']:.1%}, {settings['noise_factor']:g} × noise)"
+    if "drift_factor" in settings:
+        threshold += (
+            f", or max({settings['min_effect_drift']:.1%}, {settings['drift_factor']:g} × "
+            "robust run-to-run drift of its runs' medians) where the baseline pools runs"
+        )
     return (
         f"A change counts when a one-sided Mann-Whitney U test gives {level} "
         f"and the bootstrap CI (two-sided at 1 - 2 × that level) of the median ratio lies "

@@ -266,17 +266,6 @@ KEYS: tuple[Key, ...] = (
         STATS,
     ),
     Key(
-        "ab_min_effect",
-        float,
-        0,
-        1,
-        "threshold of a same-job A/B comparison (perfgate ab): no drift between the sides",
-        STATS,
-        hi_open=True,
-        lo_open=True,  # a zero threshold is never met: every comparison inconclusive
-        example=", e.g. 0.015 for 1.5%",
-    ),
-    Key(
         "looks",
         int,
         1,
@@ -424,7 +413,6 @@ class Settings:
     seed: int = _configured("seed")
     min_effect_drift: float = _configured("min_effect_drift")
     drift_factor: float = _configured("drift_factor")
-    ab_min_effect: float = _configured("ab_min_effect")
     looks: int = _configured("looks")
     inconclusive_exit: int = _configured("inconclusive_exit")
     bootstrap_max_samples: int = _configured("bootstrap_max_samples")
@@ -446,10 +434,8 @@ class Settings:
             raise ValueError(f"looks must be an int >= 1, got {looks!r}")
         return self.alpha / looks
 
-    def threshold(self, noise: float, *, drift: float | None = None, ab: bool = False) -> float:
+    def threshold(self, noise: float, *, drift: float | None = None) -> float:
         """The smallest change that counts (a fraction): see the module docstring."""
-        if ab:
-            return self.ab_min_effect
         if drift is not None:
             return max(self.min_effect_drift, self.drift_factor * drift)
         return max(self.min_effect, self.noise_factor * noise)

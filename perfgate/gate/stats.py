@@ -19,8 +19,8 @@ Design (see docs/perfgate-compare.md for the reasoning and the measured error ra
   ``1.4826 x MAD / median``: one run in a slow episode does not raise it); against a single run,
   ``max(min_effect, noise_factor * noise)`` (3%, 2x), ``noise`` being the robust relative spread
   of the samples (``1.4826 * MAD / median`` of each side, root mean square of the two), a proxy
-  for the drift nobody measured; in a same-job A/B, ``ab_min_effect`` (1.5%): both sides were
-  measured interleaved, there is no drift between them.
+  for the drift nobody measured. (``perfgate ab`` judges its two sides elsewhere, worker
+  process against worker process: :mod:`perfgate.gate.process_ab`.)
 - **Grey zone.** A significant test whose interval straddles the threshold, or an interval too wide
   to exclude a change beyond the threshold, is ``inconclusive``: rerun with more rounds. So is a
   side with fewer than ``min_samples`` samples: a rank test on fewer samples cannot
@@ -85,15 +85,12 @@ def compare_samples(
     settings: Settings | None = None,
     *,
     drift: float | None = None,
-    ab: bool = False,
     looks: int = 1,
 ) -> Result:
     """The verdict on ``current`` against ``baseline`` (raw per-round times, any one unit).
 
     ``drift``: the baseline's run-to-run drift of medians (a fraction, ``baseline.drifts``), which sets the
-    threshold instead of the within-run noise; ``ab``: both sides were measured interleaved in
-    one job (``perfgate ab``), so there is no drift and the threshold is ``ab_min_effect``;
-    ``looks``: how many looks the adaptive procedure may take, each at ``alpha / looks``.
+    threshold instead of the within-run noise; ``looks``: how many looks the adaptive procedure may take, each at ``alpha / looks``.
     """
     settings = Settings() if settings is None else settings
     if not isinstance(settings, Settings):
@@ -108,7 +105,7 @@ def compare_samples(
     alpha = settings.look_alpha(looks)
     ratio = float(np.median(cur) / np.median(base))
     noise = math.sqrt((relative_spread(base) ** 2 + relative_spread(cur) ** 2) / 2)
-    threshold = settings.threshold(noise, drift=drift, ab=ab)
+    threshold = settings.threshold(noise, drift=drift)
 
     def result(verdict: str, reason: str, ci=(None, None), p=None) -> Result:
         return Result(

@@ -380,8 +380,9 @@ def test_the_ab_report_shows_the_per_process_figures(tmp_path, monkeypatch, caps
     by_name = {b["name"]: b for b in report["benchmarks"]}
     assert {n: b["verdict"] for n, b in by_name.items()} == {"a": "regression", "b": "unchanged"}
     settings = report["summary"]["settings"]
-    assert (settings["unit"], settings["ab_processes"], settings["ab_min_effect"],
-            settings["ab_floor"], settings["looks"]) == ("process", "3/6/12/24", 0.01, 0.0025, 4)  # fmt: skip
+    assert (settings["unit"], settings["section"], settings["processes"], settings["min_effect"],
+            settings["floor"], settings["looks"]) == ("process", "ab_device", "3/6/12/24", 0.01, 0.0025, 4)  # fmt: skip
+    assert not any(key.startswith("ab") for key in settings)  # the retired round-level keys
     assert settings["confidence"] == pytest.approx(1 - 2 * 0.01 / 4)
     for name, b in by_name.items():
         d = decisions[name]
@@ -399,6 +400,7 @@ def test_the_ab_report_shows_the_per_process_figures(tmp_path, monkeypatch, caps
     md = (tmp_path / "ab.md").read_text()
     assert md.startswith("### perfgate FAIL") and "99.5% CI" in md
     assert "Student's t over the processes' log levels" in md and "above +0.25%" in md
+    assert "unchanged when within ±1.0% ([tool.perfgate.ab_device])" in md
     assert "a: per-process levels" in capsys.readouterr().out
     samples = json.loads((tmp_path / "ab.samples.json").read_text())
     assert samples["unit"] == "process"
@@ -413,7 +415,8 @@ def test_the_ab_report_judges_at_the_process_level_threshold(tmp_path, monkeypat
         code, report, _ = _report(out, monkeypatch, {"a": 1.02}, mode=mode)
         row = next(b for b in report["benchmarks"] if b["name"] == "a")
         assert (code, row["verdict"], row["threshold"]) == (1, "regression", threshold)
-        assert report["summary"]["mode"] == report["summary"]["settings"]["ab_mode"] == mode
+        assert report["summary"]["settings"]["section"] == f"ab_{mode}"
+        assert report["summary"]["mode"] == mode
 
 
 def test_every_ab_look_is_judged_at_alpha_over_looks(monkeypatch):

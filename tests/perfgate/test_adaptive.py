@@ -45,8 +45,8 @@ class Synthetic:
 
 
 def test_only_undecided_benchmarks_get_more_rounds():
-    # a 10% slowdown is decided at once; a 1.6% one sits on the 1.5% A/B threshold
-    syn = Synthetic({"clear": 1.10, "edge": 1.016}, 0.01, seed=2, ab=True)
+    # a 10% slowdown is decided at once; a 2.6% one sits on a quiet pooled baseline's 2.5%
+    syn = Synthetic({"clear": 1.10, "edge": 1.026}, 0.01, seed=2, drift=0.0)
     decided = decide(["clear", "edge"], schedule(20, 3), syn.extend, syn.judge)
     assert decided["clear"].look == 1 and decided["clear"].rounds == 20
     assert decided["clear"].result.verdict == REGRESSION
@@ -67,9 +67,9 @@ def test_still_inconclusive_after_every_look_stays_inconclusive():
 
 
 def test_repeated_looks_keep_false_alarms_at_alpha():
-    # 300 unchanged benchmarks at 1% noise, A/B threshold: a regression at any look is a false
-    # alarm; Bonferroni over 3 looks keeps the total far below 1%.
-    syn = Synthetic({f"b{i}": 1.0 for i in range(300)}, 0.01, seed=4, ab=True)
+    # 300 unchanged benchmarks at 1% noise against a quiet pooled baseline: a regression at any
+    # look is a false alarm; Bonferroni over 3 looks keeps the total far below 1%.
+    syn = Synthetic({f"b{i}": 1.0 for i in range(300)}, 0.01, seed=4, drift=0.0)
     decided = decide(list(syn.shifts), schedule(30, 3), syn.extend, syn.judge)
     verdicts = Counter(d.result.verdict for d in decided.values())
     assert verdicts[REGRESSION] + verdicts["improvement"] <= 3, verdicts

@@ -355,7 +355,7 @@ def test_every_report_echoes_every_setting(write_result, bench, tmp_path):
     assert "settings: alpha=0.01, confidence=0.98, min_effect=0.07" in " ".join(text.split())
     markdown = (tmp_path / "o.md").read_text()
     assert "`n_resamples=500`, `bootstrap_max_samples=2000`, `seed=3`" in markdown
-    assert "`allow_missing=false`, `ab=false`" in markdown
+    assert "`allow_missing=false`" in markdown and "`ab=" not in markdown  # no round-level A/B
     for key in used:
         assert f"{key}=" in text and f"`{key}=" in markdown, key
 

@@ -1,361 +1,19 @@
-"""``perfgate experiment``'s analysis on synthetic trials (the GPU part is the worker's): A/B and
-stored-baseline verdicts, the true sizes, the rates with their intervals, and re-analysis."""
+"""``perfgate experiment``'s analysis on synthetic verdicts (the GPU part is the workers'): the
+process-level judgements, the rates with their intervals, re-analysis, and the refusals."""
 
 from __future__ import annotations
 
 import json
-import time
 import typing
 
 import numpy as np
 import pytest
 
-from perfgate import experiment as experiments
+from perfgate import process_experiment as pe
 from perfgate.__main__ import main
-from perfgate.experiment import Trial
-from perfgate.gate.stats import Settings
-
-FAST = Settings(n_resamples=300)
-TOTALS = [40, 80, 160]
-
-
-def _draw(rng, factor, noise):
-    return list(factor * (1 + noise * rng.standard_normal(TOTALS[0])))
-
-
-def synthetic(sessions=3, trials=4, cases=("x", "y"), levels=(0.03, 0.10), noise=0.004, seed=0):
-    """Trials as a session would record them: B's injected streams are slower by the level;
-    every session has its own small offset (the drift between processes)."""
-    rng = np.random.default_rng(seed)
-    out = []
-    for s in range(sessions):
-        offset = 1 + 0.002 * rng.standard_normal()
-        for case in cases:
-            for t in range(trials):
-                trial = Trial(s, case, t, a_plain=_draw(rng, offset, noise))
-                trial.b = {"plain": _draw(rng, offset, noise)}
-                trial.b.update({f"{lv:g}": _draw(rng, offset * (1 + lv), noise) for lv in levels})
-                out.append(trial)
-    return out
-
-
-def test_rates_true_sizes_and_verdicts():
-    trials = synthetic()
-    summary = experiments.summarise(trials, FAST, TOTALS, (0.03, 0.10), {"x": 1})
-    rows = {(r["mode"], r["variant"]): r for r in summary["rows"]}
-    n = 3 * 4 * 2
-    for mode in ("ab", "stored"):
-        assert rows[(mode, "0.1")]["flagged"] == rows[(mode, "0.1")]["n"] == n
-        assert rows[(mode, "plain")]["flagged"] == 0  # no false alarm
-        lo, hi = rows[(mode, "0.1")]["rate_ci95"]
-        assert hi == 1.0 and 0.85 < lo < 1.0  # Clopper-Pearson for 24/24
-    assert rows[("ab", "0.03")]["flagged"] == n  # 3% against a 1.5% A/B threshold
-    size = rows[("ab", "0.1")]["true_size"]
-    assert 0.09 < size["min"] <= size["median"] <= size["max"] < 0.11
-    text = experiments.render({**summary, "meta": {"device": "d", "sessions": 3, "trials": 4,
-                                                   "benchmarks": 2, "totals": TOTALS,
-                                                   "command": "c"}})  # fmt: skip
-    assert "| ab | 10% |" in text and "| stored | none (false alarms) |" in text
-
-
-def test_stored_baseline_pools_the_other_sessions_first_trials():
-    trials = synthetic()
-    base, drift = experiments.stored_baseline(trials, 0, "x", TOTALS[0])
-    assert len(base) == 2 * TOTALS[0]  # sessions 1 and 2, trial 0 each
-    own = [t.a_plain for t in trials if t.session == 0 and t.case == "x"]
-    assert not any(base[: TOTALS[0]] == a for a in own)
-    assert drift is not None and drift >= 0
-    assert experiments.stored_baseline(trials[:8], 0, "x", TOTALS[0]) == (None, None)
-
-
-def test_a_verdict_needing_unmeasured_rounds_stays_undecided():
-    # only the first look was recorded: a grey-zone comparison cannot take a second look
-    rng = np.random.default_rng(1)
-    base = list(1 + 0.01 * rng.standard_normal(40))
-    cur = list(1.015 * (1 + 0.01 * rng.standard_normal(40)))
-    result, look = experiments.judge_looks(base, cur, FAST, TOTALS, ab=True, grows=True)
-    assert look == 1 and result.verdict == "inconclusive"
-
-
-def test_samples_round_trip_and_reanalysis(tmp_path, capsys):
-    trials = synthetic(trials=1)
-    experiments.save_samples(tmp_path / "s.npz", trials)
-    back = experiments.load_samples(tmp_path / "s.npz")
-    key = lambda t: (t.session, t.case, t.index)  # noqa: E731
-    assert sorted(map(key, back)) == sorted(map(key, trials))
-    one = {key(t): t for t in back}[(1, "y", 0)]
-    orig = {key(t): t for t in trials}[(1, "y", 0)]
-    assert one.a_plain == orig.a_plain and one.b == orig.b
-    out = tmp_path / "out"
-    args = ["experiment", "--reanalyse", str(tmp_path / "s.npz"), "--out", str(out),
-            "--inject", "0.03,0.1", "--rounds-device", "40", "--n-resamples", "300"]  # fmt: skip
-    assert main(args) == 0
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["meta"]["sessions"] == 3
-    assert "power and false alarms" in (out / "summary.md").read_text()
-
-
-@pytest.mark.parametrize("text", ["", "0", "1", "0.05,0.05", "x", "-0.1"])
-def test_bad_levels_are_refused(text):
-    with pytest.raises(ValueError, match="--inject"):
-        experiments.parse_levels(text)
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["--runs", "1"], "argument --runs: must be an int in [2, 100], got 1"),
-        (["--runs", "1000"], "argument --runs: must be an int in [2, 100], got 1000"),
-        (["--trials", "0"], "argument --trials: must be an int in [1, 100], got 0"),
-        (["--budget-s", "0"], "argument --budget-s: must be a number in (0, 604800], got 0.0"),
-        (["--budget-s", "nan"], "argument --budget-s: must be a number in (0, 604800], got nan"),
-        (["--rounds-leaderboard", "7"], "unrecognized arguments: --rounds-leaderboard 7"),
-    ],
-)
-def test_experiment_refuses_bad_options_in_one_line(capsys, argv, message):
-    with pytest.raises(SystemExit) as info:
-        main(["experiment", *argv])
-    err = capsys.readouterr().err
-    assert info.value.code == 2 and err.count("\n") == 1
-    assert err == f"perfgate experiment: error: {message} (see perfgate experiment --help)\n"
-
-
-def _reanalyse(path, out, *more):
-    return main(["experiment", "--reanalyse", str(path), "--out", str(out), "--inject",
-                 "0.03,0.1", "--rounds-device", "40", "--n-resamples", "300", *more])  # fmt: skip
-
-
-def _npz(path, arrays):
-    np.savez(path, **arrays)
-    return path
-
-
-@pytest.mark.parametrize(
-    ("make", "message"),
-    [
-        (lambda d: d / "none.npz", "no such file"),
-        (lambda d: d, "is a directory, expected the samples.npz of an experiment run"),
-        (lambda d: (d / "x.npz").write_text("not a zip") and d / "x.npz", "not an .npz archive"),
-        (lambda d: _npz(d / "e.npz", {}), "holds no samples"),
-        (lambda d: _npz(d / "k.npz", {"foo": np.ones(3)}), "holds an array 'foo'; expected s<"),
-        (
-            lambda d: _npz(d / "one.npz", {"s0|x|t0|A|plain": np.ones(3), "s0|x|t0|B|plain": np.ones(3)}),
-            "holds 1 session; the stored-baseline mode needs >= 2",
-        ),
-        (
-            lambda d: _npz(d / "no-b.npz", {"s0|x|t0|A|plain": np.ones(3), "s1|x|t0|A|plain": np.ones(3)}),
-            "trial s0|x|t0 lacks its A|plain or B|plain stream",
-        ),
-        (
-            lambda d: _npz(d / "neg.npz", {"s0|x|t0|A|plain": -np.ones(3)}),
-            "holds samples that are not finite seconds > 0",
-        ),
-        (
-            lambda d: (np.save(d / "a.npy", np.ones(3)), d / "a.npy")[1],
-            "is a single .npy array",
-        ),
-    ],
-    ids=["missing", "directory", "not-a-zip", "no-arrays", "wrong-keys", "one-session",
-         "no-b-stream", "negative", "npy"],
-)  # fmt: skip
-def test_an_unusable_samples_file_is_one_line_exit_2(tmp_path, capsys, make, message):
-    src = tmp_path / "src"
-    src.mkdir()
-    path = make(src)
-    out = tmp_path / "out"
-    assert _reanalyse(path, out) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1, err
-    assert err.startswith(f"perfgate experiment: error: --reanalyse {path}: ") and message in err
-    assert not (out / "summary.md").exists()  # and no report of 0/0
-
-
-def test_a_corrupt_meta_json_beside_the_samples_is_one_line_exit_2(tmp_path, capsys):
-    experiments.save_samples(tmp_path / "samples.npz", synthetic(trials=1))
-    (tmp_path / "meta.json").write_text("{not json")
-    assert _reanalyse(tmp_path / "samples.npz", tmp_path / "out") == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"perfgate experiment: error: {tmp_path / 'meta.json'}: not a meta.json")
-    assert err.count("\n") == 1
-    (tmp_path / "meta.json").write_text("[1]")
-    assert _reanalyse(tmp_path / "samples.npz", tmp_path / "out") == 2
-    assert "expected a JSON object" in capsys.readouterr().err
-
-
-def test_an_out_that_names_a_file_is_one_line_exit_2(tmp_path, capsys):
-    experiments.save_samples(tmp_path / "samples.npz", synthetic(trials=1))
-    blocker = tmp_path / "taken"
-    blocker.write_text("mine")
-    assert _reanalyse(tmp_path / "samples.npz", blocker) == 2
-    assert capsys.readouterr().err == (
-        f"perfgate experiment: error: --out {blocker}: is a file, expected a directory\n"
-    )
-    assert blocker.read_text() == "mine"
-
-
-def test_a_session_end_to_end_with_fake_workers(monkeypatch, tmp_path):
-    # two fake workers: A plain, B plain and injected (the variant's level as its slowdown)
-    from perfgate.measure import interleave
-
-    prepared = []
-
-    class Side:
-        def __init__(self, label, root, env=None):
-            self.label, self.rng = label, np.random.default_rng(len(prepared))
-            self.reducer_backend = None
-
-        def ask(self, req):
-            if req["op"] == "prepare":
-                prepared.append((self.label, [c["name"] for c in req["cases"]], req["levels"]))
-                return {"ok": True, "cases": {}}
-            slow = 1.0 if req["variant"] == "plain" else 1 + float(req["variant"])
-            noise = 1 + 0.004 * self.rng.standard_normal(req["rounds"])
-            return {"ok": True, "samples": list(1e-5 * slow * noise)}
-
-        def close(self):
-            pass
-
-    monkeypatch.setattr(interleave, "SideProcess", Side)
-    selected = [{"name": "x"}, {"name": "y"}]
-    asked = []
-    real_measure = interleave.measure
-    monkeypatch.setattr(
-        interleave, "measure", lambda s, n, out: asked.append(n) or real_measure(s, n, out)
-    )
-    calibration = {}
-    from perfgate.gate import stats
-
-    looks, real_compare = [], stats.compare_samples
-    monkeypatch.setattr(
-        stats, "compare_samples", lambda *a, **k: looks.append(k["looks"]) or real_compare(*a, **k)
-    )
-    trials = experiments.run_session(
-        0, selected, (0.03, 0.1), FAST, TOTALS, trials=2, calibration=calibration
-    )
-    assert looks and set(looks) == {len(TOTALS)}  # each look of the session at alpha / looks
-    # every case starts with the discarded warm-up rounds of every stream
-    assert asked.count(experiments.WARMUP_ROUNDS) == 2
-    assert calibration == {"s0|x": {}, "s0|y": {}}  # the fake B reports no calibration
-    # one case at a time on each worker, B with the levels
-    assert prepared == [("A", ["x"], []), ("B", ["x"], [0.03, 0.1]),
-                        ("A", ["y"], []), ("B", ["y"], [0.03, 0.1])]  # fmt: skip
-    assert [(t.case, t.index) for t in trials] == [("x", 0), ("x", 1), ("y", 0), ("y", 1)]
-    for t in trials:
-        assert set(t.b) == {"plain", "0.03", "0.1"}
-        assert len(t.a_plain) >= max(len(v) for v in t.b.values()) >= TOTALS[0]
-    sizes = experiments.true_sizes(trials)
-    assert sizes[(0, "x")]["0.1"] == pytest.approx(0.1, abs=0.01)
-
-
-def test_the_stored_baseline_pools_baseline_runs_sessions_after_this_one():
-    trials = synthetic(sessions=5, trials=1, cases=("x",))
-    first = {t.session: t.a_plain for t in trials}
-    base, drift = experiments.stored_baseline(trials, 3, "x", TOTALS[0], runs=3)
-    assert base == first[4] + first[0] + first[1]  # the next three, cyclically
-    from perfgate.gate.baseline import run_drift
-
-    assert drift == run_drift([float(np.median(first[s])) for s in (4, 0, 1)])
-    one, none = experiments.stored_baseline(trials, 0, "x", TOTALS[0], runs=1)
-    assert one == first[1] and none is None  # one run: no drift, a single-run baseline
-
-
-@pytest.mark.parametrize(
-    ("size", "band"),
-    [(0.0424, "below"), (0.0426, "at"), (0.05, "at"), (0.0574, "at"), (0.0576, "above")],
-)
-def test_size_bands_around_the_level(size, band):
-    assert experiments.size_band(size, 0.05) == band
-
-
-def test_detection_is_reported_against_each_trials_measured_size():
-    # one session's injection fell short (2% for a "10%"): those trials show as below the level
-    trials = synthetic(levels=(0.10,))
-    for t in trials:
-        if t.session == 2:
-            t.b["0.1"] = [x / 1.10 * 1.02 for x in t.b["0.1"]]
-    summary = experiments.summarise(trials, FAST, TOTALS, (0.10,), {"x": 1})
-    bands = {(b["mode"], b["band"]): b for b in summary["by_true_size"]}
-    assert bands[("ab", "below")]["n"] == 8 and bands[("ab", "at")]["n"] == 16
-    assert bands[("ab", "at")]["flagged"] == 16
-    rows = {(r["mode"], r["variant"]): r for r in summary["rows"]}
-    assert rows[("ab", "0.1")]["n"] == 24 and rows[("ab", "0.1")]["sessions"] == 3
-    assert rows[("ab", "0.1")]["true_size"]["min"] < 0.03  # the short trials are in the range
-    assert len(summary["judgements"]) == 24 * 2 * 2  # every trial, both modes, both variants
-    text = experiments.render({**summary, "meta": {"device": "d", "sessions": 3, "trials": 4,
-                                                   "benchmarks": 2, "totals": TOTALS,
-                                                   "command": "c"}})  # fmt: skip
-    assert "| stored | 10% | 0/8 " in text and "| 16/16 (" in text  # 2% < the stored 2.5% floor
-
-
-def test_the_report_counts_what_ran_not_what_was_asked(monkeypatch, tmp_path, capsys):
-    # --runs 3 --trials 2, but the budget stops it after 2 sessions; the re-analysis, asked for
-    # no --trials (default 5) and other groups, says what the samples hold
-    from perfgate.commands import base
-    from perfgate.measure import fingerprint, interleave
-
-    class Side:
-        def __init__(self, label, root, env=None):
-            self.label, self.rng = label, np.random.default_rng(abs(hash(label)) % 100)
-            self.reducer_backend = None
-
-        def ask(self, req):
-            if req["op"] == "prepare":
-                return {"ok": True, "cases": {}}
-            slow = 1.0 if req["variant"] == "plain" else 1 + float(req["variant"])
-            noise = 1 + 0.004 * self.rng.standard_normal(req["rounds"])
-            return {"ok": True, "samples": list(1e-5 * slow * noise)}
-
-        def close(self):
-            pass
-
-    clock = iter(range(0, 10_000, 100))  # every reading 100 s later: one session "takes" 100+ s
-    monkeypatch.setattr(time, "monotonic", lambda: next(clock))
-    monkeypatch.setattr(interleave, "SideProcess", Side)
-    monkeypatch.setattr(base, "gpu_available", lambda: True)
-    monkeypatch.setattr(
-        fingerprint,
-        "collect",
-        lambda: {"gpu_name": "G", "device_key": "k", "torch": "t", "triton": "r"},
-    )
-    out = tmp_path / "m"
-    argv = ["experiment", "--design", "rounds", "--runs", "3", "--trials", "2", "--budget-s",
-            "700", "--out", str(out),
-            "-k", "m16-n2112-k7168", "--groups", "leaderboard", "--inject", "0.1",
-            "--rounds-device", "20", "--n-resamples", "200", "--measure-only"]  # fmt: skip
-    assert main(argv) == 0
-    meta = json.loads((out / "meta.json").read_text())
-    assert (meta["sessions"], meta["trials"], meta["benchmarks"]) == (2, 2, 1)
-    assert _reanalyse(out / "samples.npz", tmp_path / "r", "--inject", "0.1") == 0
-    header = (tmp_path / "r" / "summary.md").read_text().splitlines()[2]
-    assert header.startswith("G (k), torch t, triton r; 2 sessions x 2 trials x 1 benchmarks;")
-    assert "stored baseline: 1 other sessions' runs pooled" in header
-
-
-def test_the_header_states_the_baseline_runs_used():
-    meta = {"device": "d", "sessions": 5, "trials": 1, "benchmarks": 1, "totals": TOTALS,
-            "command": "c", "baseline_runs": 2}  # fmt: skip
-    summary = experiments.summarise(synthetic(sessions=5, trials=1), FAST, TOTALS, (0.1,), meta, 2)
-    assert "stored baseline: 2 other sessions' runs pooled" in experiments.render(summary)
-
-
-def test_every_experiment_look_is_judged_at_alpha_over_looks(monkeypatch):
-    from perfgate.gate import stats
-
-    seen = []
-    real = stats.compare_samples
-
-    def recording(*args, **kwargs):
-        seen.append(kwargs.get("looks"))
-        return real(*args, **kwargs)
-
-    monkeypatch.setattr(stats, "compare_samples", recording)
-    experiments.summarise(synthetic(trials=1), FAST, TOTALS, (0.03, 0.10), {"x": 1})
-    assert seen and set(seen) == {len(TOTALS)}
-
+from perfgate.gate import process_ab as pa
 
 # -- the process-level design (perfgate.process_experiment) -------------------------------------
-from perfgate import process_experiment as pe  # noqa: E402
-from perfgate.gate import process_ab as pa  # noqa: E402
 
 
 def verdict_trials(verdicts, offset_sd, level=0.0, cases=("x", "y"), design=None, seed=0,
@@ -571,19 +229,142 @@ def test_several_process_files_are_judged_as_one_experiment(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--trials", "3"], "--trials applies to --design rounds"),
-        (["--n-resamples", "300"], "--n-resamples applies to --design rounds"),
-        (["--design", "rounds", "--mode", "leaderboard"], "--mode applies to --design processes"),
-        (["--design", "rounds", "--injection", "factor"], "--injection applies to --design processes"),
-        (["--design", "rounds", "--ab-device-rounds", "50"], "--ab-device-rounds applies to --design processes"),
-        (["--ab-device-floor", "0.5"], "ab_device.floor (0.5, --ab-device-floor) must be <="),
+        (["--runs", "1"], "argument --runs: must be an int in [2, 100], got 1"),
+        (["--runs", "1000"], "argument --runs: must be an int in [2, 100], got 1000"),
+        (["--budget-s", "0"], "argument --budget-s: must be a number in (0, 604800], got 0.0"),
+        (["--budget-s", "nan"], "argument --budget-s: must be a number in (0, 604800], got nan"),
+        # the retired round-level design's options and the stored gate's settings
+        (["--design", "rounds"], "unrecognized arguments: --design rounds"),
+        (["--trials", "3"], "unrecognized arguments: --trials 3"),
+        (["--n-resamples", "300"], "unrecognized arguments: --n-resamples 300"),
+        (["--ab-min-effect", "0.01"], "unrecognized arguments: --ab-min-effect 0.01"),
+        (["--rounds-device", "40"], "unrecognized arguments: --rounds-device 40"),
     ],
-)  # fmt: skip
-def test_options_of_the_other_design_are_refused_in_one_line(capsys, tmp_path, argv, message):
-    assert main(["experiment", "--out", str(tmp_path), *argv]) == 2
+)
+def test_experiment_refuses_bad_options_in_one_line(capsys, argv, message):
+    with pytest.raises(SystemExit) as info:
+        main(["experiment", *argv])
     err = capsys.readouterr().err
-    assert err.startswith("perfgate experiment: error: ") and message in err, err
+    assert info.value.code == 2 and err.count("\n") == 1
+    assert err == f"perfgate experiment: error: {message} (see perfgate experiment --help)\n"
+
+
+def test_a_settings_conflict_is_refused_in_one_line(capsys, tmp_path):
+    assert main(["experiment", "--out", str(tmp_path), "--ab-device-floor", "0.5"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("perfgate experiment: error: ")
+    assert "ab_device.floor (0.5, --ab-device-floor) must be <=" in err, err
     assert err.count("\n") == 1 and not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("text", ["", "0", "1", "0.05,0.05", "x", "-0.1"])
+def test_bad_levels_are_refused(text):
+    with pytest.raises(ValueError, match="--inject"):
+        pe.parse_levels(text)
+
+
+def _reanalyse(path, out, *more):
+    return main(["experiment", "--reanalyse", str(path), "--out", str(out), *more])
+
+
+def _npz(path, arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+ONE = "p|v0|x|A0|l1|plain"
+ROUND_LEVEL = {"s0|x|t0|A|plain": np.ones(3), "s0|x|t0|B|plain": np.ones(3),
+               "s1|x|t0|A|plain": np.ones(3), "s1|x|t0|B|0.03": np.ones(3)}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda d: d / "none.npz", "no such file"),
+        (lambda d: d, "is a directory, expected the samples.npz of an experiment run"),
+        (lambda d: (d / "x.npz").write_text("not a zip") and d / "x.npz", "not an .npz archive"),
+        (lambda d: _npz(d / "e.npz", {}), "holds no samples"),
+        (lambda d: _npz(d / "k.npz", {"foo": np.ones(3)}), "holds an array 'foo'; expected p|v<"),
+        (lambda d: _npz(d / "neg.npz", {ONE: -np.ones(3)}), "holds samples that are not finite seconds > 0"),
+        (lambda d: _npz(d / "2d.npz", {ONE: np.ones((2, 3))}), "must be a non-empty 1-D array of seconds"),
+        (lambda d: _npz(d / "no-b.npz", {ONE: np.ones(3)}), "v0|x lacks B's plain processes"),
+        (lambda d: (np.save(d / "a.npy", np.ones(3)), d / "a.npy")[1], "not an .npz archive"),
+        (
+            lambda d: _npz(d / "rounds.npz", ROUND_LEVEL),
+            "holds samples of the retired round-level design (one worker a side); perfgate at "
+            f"commit {pe.ROUND_DESIGN_LAST} re-analyses them",
+        ),
+    ],
+    ids=["missing", "directory", "not-a-zip", "no-arrays", "wrong-keys", "negative", "2-d",
+         "no-b-stream", "npy", "round-level"],
+)  # fmt: skip
+def test_an_unusable_samples_file_is_one_line_exit_2(tmp_path, capsys, make, message):
+    src = tmp_path / "src"
+    src.mkdir()
+    path = make(src)
+    out = tmp_path / "out"
+    assert _reanalyse(path, out) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1, err
+    assert err.startswith(f"perfgate experiment: error: --reanalyse {path}: ") and message in err
+    assert not (out / "summary.md").exists()  # and no report of 0/0
+
+
+def test_the_round_level_design_is_named_by_a_commit_of_this_history():
+    import subprocess
+
+    from perfgate.gate.paths import REPO
+
+    shallow = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--is-shallow-repository"],
+                             capture_output=True, text=True).stdout.strip()  # fmt: skip
+    if shallow != "false":
+        pytest.skip("needs the whole git history (this checkout has none or a shallow one)")
+    done = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e",
+                           f"{pe.ROUND_DESIGN_LAST}:perfgate/experiment.py"])  # fmt: skip
+    assert done.returncode == 0, f"{pe.ROUND_DESIGN_LAST} holds no round-level experiment"
+
+
+def _saved(tmp_path):
+    trials, _ = verdict_trials(1, 0.002, cases=("x",), seed=1)
+    pe.save(tmp_path / "samples.npz", trials)
+    return tmp_path / "samples.npz"
+
+
+def test_a_corrupt_meta_json_beside_the_samples_is_one_line_exit_2(tmp_path, capsys):
+    samples = _saved(tmp_path)
+    (tmp_path / "meta.json").write_text("{not json")
+    assert _reanalyse(samples, tmp_path / "out") == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"perfgate experiment: error: {tmp_path / 'meta.json'}: not a meta.json")
+    assert err.count("\n") == 1
+    (tmp_path / "meta.json").write_text("[1]")
+    assert _reanalyse(samples, tmp_path / "out") == 2
+    assert "expected a JSON object" in capsys.readouterr().err
+
+
+def test_an_out_that_names_a_file_is_one_line_exit_2(tmp_path, capsys):
+    samples = _saved(tmp_path)
+    blocker = tmp_path / "taken"
+    blocker.write_text("mine")
+    assert _reanalyse(samples, blocker) == 2
+    assert capsys.readouterr().err == (
+        f"perfgate experiment: error: --out {blocker}: is a file, expected a directory\n"
+    )
+    assert blocker.read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    ("size", "band"),
+    [(0.0424, "below"), (0.0426, "at"), (0.05, "at"), (0.0574, "at"), (0.0576, "above")],
+)
+def test_size_bands_around_the_level(size, band):
+    assert pe.size_band(size, 0.05) == band
+
+
+def test_the_help_states_the_size_band():
+    from perfgate.commands import experiment
+
+    assert f"±{pe.SIZE_BAND:.0%} of the level" in experiment.__doc__
 
 
 def test_a_bad_process_samples_file_is_one_line_exit_2(tmp_path, capsys):
@@ -605,6 +386,4 @@ def test_a_bad_process_samples_file_is_one_line_exit_2(tmp_path, capsys):
     [("0.005", "0.5%"), ("0.0075", "0.75%"), ("0.01", "1%"), ("0.015", "1.5%"), ("0.2", "20%")],
 )
 def test_an_injected_level_is_reported_as_given(given, shown):
-    from perfgate.experiment import level_text
-
-    assert level_text(given) == shown
+    assert pe.level_text(given) == shown

@@ -73,12 +73,12 @@ def test_null_false_alarms_over_3000_trials_at_most_alpha_each_way():
 
 
 def test_rounds_as_samples_raise_false_alarms_on_the_same_data():
-    # today's gate (rank test + bootstrap on every round, ab=True) at a 1% threshold, fed the
-    # same trials' rounds pooled over the first look's 3 processes a side
+    # the round-level test (rank test + bootstrap on every round, as the stored gate judges) at a
+    # 1% threshold, fed the same trials' rounds pooled over the first look's 3 processes a side
     base, head = synthetic.trials(OFFSETS_1PCT, 100, 3, 100, 0.0, np.random.default_rng(24))
-    settings = Settings(ab_min_effect=0.01, n_resamples=200)
+    settings = Settings(min_effect_drift=0.01, n_resamples=200)
     verdicts = Counter(
-        compare_samples(b.ravel(), h.ravel(), settings, ab=True).verdict
+        compare_samples(b.ravel(), h.ravel(), settings, drift=0.0).verdict
         for b, h in zip(base, head, strict=True)
     )
     wrong = verdicts["regression"] + verdicts["improvement"]

@@ -197,12 +197,13 @@ def test_every_command_takes_its_keys_as_options():
         "isa": ["--target", "gfx950"],
     }
     wanted = {
-        "compare": without("--looks", "--ab-min-effect"),
-        "bench": without("--ab-min-effect") + rounds,
-        "update-baselines": without("--looks", "--ab-min-effect") + rounds,
+        "compare": without("--looks"),
+        "bench": [*stats, *rounds],
+        "update-baselines": without("--looks") + rounds,
         # ab: the process-level A/B's sections at alpha (perfgate.gate.process_ab)
         "ab": ["--alpha", "--inconclusive-exit", *ab],
-        "experiment": [*stats, "--rounds-device", *ab],
+        # experiment: the same verdicts as ab, at alpha
+        "experiment": ["--alpha", *ab],
         "isa": isa,
     }
     for command, positional in commands.items():
@@ -289,7 +290,6 @@ RANGES = {
     "seed": "an int in [0, 4294967295]",
     "min_effect_drift": "a fraction in (0, 1), e.g. 0.025 for 2.5%",
     "drift_factor": "a number in [0, 10]",
-    "ab_min_effect": "a fraction in (0, 1), e.g. 0.015 for 1.5%",
     "looks": "an int in [1, 8]",
     "inconclusive_exit": "an int in [0, 1]",
     "bootstrap_max_samples": "an int in [100, 20000]",

@@ -327,27 +327,36 @@ def test_large_sides_are_bootstrapped_m_out_of_n_with_the_full_width():
     assert sub[0] < ratio < sub[1]
 
 
-# -- thresholds: stored baseline with a measured drift, same-job A/B -------------------------
+# -- thresholds: a single run's noise, or a pooled baseline's measured drift ------------------
 @pytest.mark.parametrize(
-    ("drift", "ab", "threshold"),
+    ("drift", "threshold"),
     [
-        (None, False, 0.03),  # no recorded spread: the old floor
-        (0.001, False, 0.025),  # a quiet baseline: the 2.5% floor
-        (0.015, False, 0.045),  # 3 x a 1.5% drift is above the floor
-        (None, True, 0.015),  # A/B: no drift between the sides
-        (0.05, True, 0.015),  # A/B ignores a stored spread
+        (None, 0.03),  # no recorded spread: the floor (2 x 0.1% noise is below it)
+        (0.0, 0.025),  # a pooled baseline whose runs agree: the 2.5% floor
+        (0.001, 0.025),  # a quiet baseline: the 2.5% floor
+        (0.015, 0.045),  # 3 x a 1.5% drift is above the floor
     ],
 )
-def test_threshold_follows_drift_and_ab(drift, ab, threshold):
+def test_threshold_follows_drift(drift, threshold):
     rng = np.random.default_rng(1)
     res = compare_samples(
         1 + 0.001 * rng.standard_normal(30), 1 + 0.001 * rng.standard_normal(30),
-        FAST, drift=drift, ab=ab,
+        FAST, drift=drift,
     )  # fmt: skip
     assert res.threshold == pytest.approx(threshold)
 
 
-@pytest.mark.parametrize("how", [{"ab": True}, {"drift": 0.004}], ids=["ab", "stored+drift"])
+def test_there_is_no_round_level_ab_threshold():
+    # perfgate ab judges worker processes (perfgate.gate.process_ab); the round-level A/B and
+    # its ab_min_effect are retired
+    with pytest.raises(TypeError, match="ab"):
+        compare_samples([1.0] * 10, [1.0] * 10, FAST, ab=True)
+    assert not hasattr(FAST, "ab_min_effect")
+
+
+@pytest.mark.parametrize(
+    "how", [{"drift": 0.0}, {"drift": 0.004}], ids=["runs-agree", "stored+drift"]
+)
 def test_a_3_percent_shift_at_half_a_percent_noise_is_flagged_at_least_95_percent(how):
     # the goal: 200 rounds a side, 0.5% noise, a true 3% slowdown, judged at the first
     # of three looks (alpha / 3)
@@ -364,8 +373,8 @@ def test_more_looks_mean_a_stricter_level_per_look():
     assert FAST.look_alpha(1) == FAST.alpha and FAST.look_alpha(3) == FAST.alpha / 3
     rng = np.random.default_rng(5)
     base, cur = 1 + 0.01 * rng.standard_normal((2, 12))
-    one = compare_samples(base, cur * 1.01, FAST, ab=True)
-    three = compare_samples(base, cur * 1.01, FAST, ab=True, looks=3)
+    one = compare_samples(base, cur * 1.01, FAST)
+    three = compare_samples(base, cur * 1.01, FAST, looks=3)
     assert three.ci_low <= one.ci_low and three.ci_high >= one.ci_high  # a wider interval
     for bad in (0, -1, True, 1.5):
         with pytest.raises(ValueError, match="looks must be an int >= 1"):
@@ -381,17 +390,17 @@ def test_a_bad_drift_is_refused(drift):
 def test_each_look_tests_at_alpha_over_looks():
     # five samples a side, every current one above every baseline one: the exact one-sided
     # Mann-Whitney p is 1 / C(10, 5) = 1/252 = 0.00397, below alpha = 0.01 but above alpha / 3;
-    # the interval clears the 1.5% A/B threshold either way (min(cur) / max(base) = 1.047). So
-    # one look calls it a regression, and each of three looks must not.
+    # the interval clears a pooled baseline's 2.5% threshold either way (min(cur) / max(base) =
+    # 1.047). So one look calls it a regression, and each of three looks must not.
     import math
 
     settings = Settings(n_resamples=500, min_samples=5, alpha=0.01)
     base = [1.000, 1.001, 0.999, 1.002, 0.998]
     cur = [1.05 * x for x in base]
-    one = compare_samples(base, cur, settings, ab=True, looks=1)
-    three = compare_samples(base, cur, settings, ab=True, looks=3)
+    one = compare_samples(base, cur, settings, drift=0.0, looks=1)
+    three = compare_samples(base, cur, settings, drift=0.0, looks=3)
     assert one.p_value == pytest.approx(1 / math.comb(10, 5), rel=1e-9)
     assert 0.01 / 3 < one.p_value < 0.01
-    assert one.ci_low > 1.015 and three.ci_low > 1.015
+    assert one.ci_low > 1.025 and three.ci_low > 1.025
     assert one.verdict == REGRESSION
     assert three.verdict == "inconclusive" and "without a significant rank test" in three.reason
