@@ -115,8 +115,47 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print(f"{prog}: interrupted", file=sys.stderr)
             return 130
+        except ModuleNotFoundError as exc:
+            return missing(prog, exc) if _optional(exc) else unexpected(prog, exc)
         except Exception as exc:
             return unexpected(prog, exc)
+
+
+DISTRIBUTION = "mxfp4-gemm-suite"  # [project] name in pyproject.toml
+
+
+def _optional(exc: ModuleNotFoundError) -> bool:
+    """A third-party module (an optional extra, most often), not one of this checkout's."""
+    return bool(exc.name) and exc.name.split(".")[0] not in ("perfgate", "kernels", "tools")
+
+
+def extra_for(module: str) -> str | None:
+    """The extra of pyproject's ``[project.optional-dependencies]`` that installs ``module``, as
+    the installed checkout's metadata lists it; None where it is not installed or lists none."""
+    import importlib.metadata
+    import re
+
+    try:
+        requires = importlib.metadata.requires(DISTRIBUTION) or []
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for req in requires:
+        name = re.match(r"[A-Za-z0-9._-]+", req)
+        extra = re.search(r"""extra == ["']([^"']+)["']""", req)
+        if name and extra and name.group().lower().replace("-", "_") == module.lower():
+            return extra.group(1)
+    return None
+
+
+def missing(prog: str, exc: ModuleNotFoundError) -> int:
+    """A command that needs a module this environment lacks: one line naming what installs it."""
+    module = exc.name.split(".")[0]
+    extra = extra_for(module)
+    how = (f"perfgate's {extra!r} extra: pip install -e '.[{extra}]'" if extra
+           else f"pip install {module}")  # fmt: skip
+    print(f"{prog}: error: needs the Python module {module!r}, which is not installed ({how})",
+          file=sys.stderr)  # fmt: skip
+    return 2
 
 
 def unexpected(prog: str, exc: BaseException) -> int:

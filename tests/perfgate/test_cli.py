@@ -141,6 +141,60 @@ def test_an_error_nothing_foresaw_is_one_line_exit_2_not_a_traceback(monkeypatch
     assert err.startswith("perfgate x: error: ValueError: boom ") and "Traceback" in err
 
 
+@pytest.mark.parametrize(
+    ("requires", "how"),
+    [
+        (['ruptures==1.1.10; extra == "history"', 'numpy>=1.26; extra == "perf"'],
+         "perfgate's 'history' extra: pip install -e '.[history]'"),
+        (None, "pip install ruptures"),  # the checkout is not installed: no metadata to ask
+    ],
+    ids=["installed-checkout", "not-installed"],
+)  # fmt: skip
+def test_a_missing_optional_module_names_what_installs_it(monkeypatch, capsys, requires, how):
+    import importlib.metadata
+
+    from perfgate import __main__ as cli
+    from perfgate.commands import compare
+
+    def needs_ruptures(args):
+        raise ModuleNotFoundError("No module named 'ruptures'", name="ruptures")
+
+    def metadata(name):
+        assert name == cli.DISTRIBUTION
+        if requires is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return requires
+
+    monkeypatch.setattr(importlib.metadata, "requires", metadata)
+    monkeypatch.setattr(compare, "_run", needs_ruptures)
+    assert main(["compare", "b.json", "c.json"]) == 2
+    assert capsys.readouterr().err == (
+        "perfgate compare: error: needs the Python module 'ruptures', which is not installed "
+        f"({how})\n"
+    )
+
+
+def test_the_distribution_named_is_the_projects():
+    import tomllib
+
+    from perfgate import __main__ as cli
+    from perfgate.gate.paths import REPO
+
+    with open(REPO / "pyproject.toml", "rb") as f:
+        assert tomllib.load(f)["project"]["name"] == cli.DISTRIBUTION
+
+
+def test_a_missing_module_of_this_checkout_is_an_unexpected_error(monkeypatch, capsys):
+    from perfgate.commands import compare
+
+    def broken(args):
+        raise ModuleNotFoundError("No module named 'kernels.nope'", name="kernels.nope")
+
+    monkeypatch.setattr(compare, "_run", broken)
+    assert main(["compare", "b.json", "c.json"]) == 2
+    assert "(an input perfgate did not expect" in capsys.readouterr().err
+
+
 def test_an_interrupted_command_is_not_a_regression(monkeypatch, capsys):
     from perfgate.commands import compare
 
