@@ -62,6 +62,12 @@ class Target:
     # pads 4- and 8-row tiles inside its 16-row scaled MFMA; NVIDIA's MMA needs 16)
     min_block_m: int
     baseline_key: str  # perf_baselines/<key>/: the reference card's device key
+    # The runner's name in GPU MODE's harness (a submission's second POPCORN directive). GPU
+    # MODE names its Hopper runners H100 (it has no H200 runner name), so sm90 says H100.
+    leaderboard_gpu: str
+    # The target its vendor's tools build for when nothing names one (ROCm: PYTORCH_ROCM_ARCH
+    # unset); at most one per vendor.
+    vendor_default: bool = False
     # Why `perfgate isa` cannot compile this target on a CPU; empty when it can.
     not_statically_compilable: str = ""
     # The ISA gate also compiles the native reducer's device code for this target, without a
@@ -119,6 +125,8 @@ TARGETS: dict[str, Target] = {
             ),
             min_block_m=4,
             baseline_key="gfx950-mi355x",
+            leaderboard_gpu="MI355X",
+            vendor_default=True,
             native_reducer_gated=True,
         ),
         Target(
@@ -143,6 +151,7 @@ TARGETS: dict[str, Target] = {
             ),
             min_block_m=16,
             baseline_key="nvidia-h200",
+            leaderboard_gpu="H100",
         ),
     )
 }
@@ -158,6 +167,12 @@ def get_target(name: str) -> Target:
         return TARGETS[name]
     except (KeyError, TypeError):
         raise ValueError(f"target must be one of {sorted(TARGETS)}, got {name!r}") from None
+
+
+def default_for(vendor: str) -> Target:
+    """The target ``vendor``'s tools build for when nothing names one."""
+    (target,) = [t for t in TARGETS.values() if t.vendor == vendor and t.vendor_default]
+    return target
 
 
 def target_for_arch(arch: str) -> Target | None:

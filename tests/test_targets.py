@@ -136,3 +136,11 @@ def test_hardware_facts_live_only_in_the_registry():
         text = path.read_text()
         for literal in ("160 * 1024", "228 * 1024", "256 * 2**20"):
             assert literal not in text, f"{path.relative_to(REPO)} writes the fact {literal}"
+
+
+def test_at_most_one_target_per_vendor_is_its_tools_default():
+    from collections import Counter
+
+    defaults = Counter(t.vendor for t in TARGETS.values() if t.vendor_default)
+    assert all(n == 1 for n in defaults.values()), defaults
+    assert defaults["amd"] == 1  # the ROCm build's default (PYTORCH_ROCM_ARCH unset)

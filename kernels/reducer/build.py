@@ -43,10 +43,9 @@ from kernels.reducer.cache import (
     sources_digest,
     write_json_atomic,
 )
-from kernels.targets import get_target
+from kernels.targets import default_for, get_target
 
 SOURCE = SOURCE_DIR / "splitk_reduce.cu"
-DEFAULT_ROCM_ARCH = "gfx950"
 # Where each vendor's toolkit lives when no environment variable says otherwise.
 DEFAULT_PREFIX = {"nvidia": Path("/usr/local/cuda"), "amd": Path("/opt/rocm")}
 _ARCH_PATTERN = {"nvidia": re.compile(r"^sm\d{2,3}a?$"), "amd": re.compile(r"^gfx[0-9a-f]{3,4}$")}
@@ -155,7 +154,7 @@ def parse_archs(spec: str) -> tuple[str, ...]:
 def default_archs(vendor: str) -> tuple[str, ...]:
     """``PYTORCH_ROCM_ARCH`` (else gfx950) on AMD, the local GPU's architecture on NVIDIA."""
     if vendor == "amd":
-        return parse_archs(os.environ.get("PYTORCH_ROCM_ARCH") or DEFAULT_ROCM_ARCH)
+        return parse_archs(os.environ.get("PYTORCH_ROCM_ARCH") or default_for("amd").name)
     from kernels.device import device_info, gpu_available
 
     if not gpu_available():

@@ -34,7 +34,5 @@ NATIVE_SOURCES_NAME = "SOURCE_FILES"
 TABLE_MODULES = {"amd": "kernels._configs_amd", "nvidia": "kernels._configs_nvidia"}
 TABLE_NAME = "TUNED"
 
-# The second POPCORN directive per target: the runner's name in GPU MODE's harness. GPU MODE
-# names its Hopper runners H100 (it has no H200 runner name), so an sm90 export says H100.
-GPU_NAMES = {"gfx950": "MI355X", "sm90": "H100"}
+# The leaderboard's target: the one a submission is exported for unless --target names another.
 DEFAULT_TARGET = "gfx950"
