@@ -38,6 +38,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from perfgate.checkout import REPO
+
 MODE = 0o644
 _SUFFIX = ".tmp"
 PathLike = str | os.PathLike
@@ -180,7 +182,6 @@ def check_outputs(outputs: Paths, inputs: Paths | None = None, *, baselines: boo
                 )
 
 
-REPO = Path(__file__).resolve().parents[1]
 # what the tracked tree is where git cannot say (an exported or installed copy): its folders and
 # top-level files as this checkout has them
 _TRACKED_TOP = frozenset(

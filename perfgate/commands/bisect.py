@@ -60,10 +60,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run)
 
 
-def _repo() -> Path:
-    return Path(__file__).resolve().parents[2]
-
-
 def _run(args: argparse.Namespace) -> int:
     import shutil
 
@@ -73,7 +69,8 @@ def _run(args: argparse.Namespace) -> int:
     if shutil.which("git") is None:
         print(f"{PROG}: error: git is not on PATH", file=sys.stderr)
         return 2
-    repo = _repo()
+    from perfgate.checkout import REPO as repo
+
     try:
         commits = lines.commit_range(repo, args.good, args.bad)
     except lines.RevisionError as exc:

@@ -31,7 +31,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from perfgate.checkout import REPO
+
 CONTRACT_TESTS = "tests/submission"
 PYTEST_OK, PYTEST_FAILED, PYTEST_NO_TESTS = 0, 1, 5
 STRICT = "--strict"

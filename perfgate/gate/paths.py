@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfgate.checkout import PYPROJECT, REPO
 from perfgate.measure.modes import MODE_NAMES
 
+__all__ = ["PYPROJECT", "REPO"]  # where every gate finds the checkout (perfgate.checkout)
 SCHEMA = 1
-REPO = Path(__file__).resolve().parents[2]
-PYPROJECT = REPO / "pyproject.toml"
 DEFAULT_RESULTS = Path(".perfgate/results")
 DEFAULT_BASELINES = REPO / "perf_baselines"
 HOST_COUNTS_NAME = "host_counts.json"

@@ -38,18 +38,13 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import sys
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 (the perf extra installs tomli there)
-    import tomli as tomllib
-
+from perfgate.checkout import read_toml
 from perfgate.gate.paths import PYPROJECT
 from perfgate.measure.modes import MODE_NAMES
 
@@ -652,19 +647,7 @@ def describe(settings: Settings) -> str:
 # -- internals -----------------------------------------------------------------------------------
 def _read_table(path: Path) -> dict[str, Any]:
     """``[tool.perfgate]`` flattened to dotted keys; unknown keys and sections are errors."""
-    try:
-        with path.open("rb") as f:
-            doc = tomllib.load(f)
-    except FileNotFoundError:
-        raise SettingsError(
-            f"{path}: not found; perfgate reads its gate settings from [{TABLE}] in the "
-            "repository's pyproject.toml (an installed wheel has none: install the checkout "
-            "with pip install -e .)"
-        ) from None
-    except OSError as exc:
-        raise SettingsError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{path}: not valid TOML ({' '.join(str(exc).split())})") from None
+    doc = read_toml(path, SettingsError, f"its gate settings from [{TABLE}]")
     table = doc.get("tool", {}).get("perfgate")
     if not isinstance(table, dict):
         raise SettingsError(f"{path}: no [{TABLE}] table (the gate's settings)")

@@ -17,17 +17,12 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10 (the perf extra installs tomli there)
-    import tomli as tomllib
-
+from perfgate.checkout import read_toml
 from perfgate.history.steps import StepSettings
 
 TABLE = ("tool", "perfgate-history")
@@ -82,18 +77,7 @@ def default_pyproject() -> Path:
 def load(path: str | os.PathLike[str] | None = None) -> HistoryConfig:
     """Read and check the table from ``path`` (default: the repository's pyproject.toml)."""
     path = Path(default_pyproject() if path is None else path)
-    try:
-        with path.open("rb") as f:
-            doc = tomllib.load(f)
-    except FileNotFoundError:
-        raise HistoryConfigError(
-            f"{path}: not found; the history's settings are {TABLE_NAME} of the repository's "
-            "pyproject.toml (install the checkout with pip install -e .)"
-        ) from None
-    except OSError as exc:
-        raise HistoryConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise HistoryConfigError(f"{path}: not valid TOML ({' '.join(str(exc).split())})") from None
+    doc = read_toml(path, HistoryConfigError, f"the history's settings from {TABLE_NAME}")
     table = doc.get(TABLE[0], {}).get(TABLE[1])
     if not isinstance(table, dict):
         raise HistoryConfigError(f"{path}: no {TABLE_NAME} table (the history's settings)")

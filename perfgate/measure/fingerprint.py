@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import spawn
+from perfgate.checkout import REPO as _REPO
 
 _TIMEOUT_S = 10
-_REPO = Path(__file__).resolve().parents[2]
 
 # nvidia-smi fields -> our keys (MHz, W, degrees C)
 _NVIDIA_FIELDS = (

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import spawn
+from perfgate.checkout import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 DEFAULT_BLOCK = 10
 
 

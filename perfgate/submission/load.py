@@ -168,7 +168,9 @@ def fresh_process(
 
     resolved = check_path(path)
     cmd = [sys.executable, "-m", module, str(resolved)]
-    root = str(Path(__file__).resolve().parents[2])
+    from perfgate.checkout import REPO
+
+    root = str(REPO)
     env = dict(
         os.environ, PYTHONPATH=os.pathsep.join(filter(None, [root, os.environ.get("PYTHONPATH")]))
     )

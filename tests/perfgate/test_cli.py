@@ -175,9 +175,8 @@ def test_a_missing_optional_module_names_what_installs_it(monkeypatch, capsys, r
 
 
 def test_the_distribution_named_is_the_projects():
-    import tomllib
-
     from perfgate import __main__ as cli
+    from perfgate.checkout import tomllib  # tomli on Python 3.10
     from perfgate.gate.paths import REPO
 
     with open(REPO / "pyproject.toml", "rb") as f:

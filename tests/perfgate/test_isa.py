@@ -228,7 +228,7 @@ def test_identical_reports_pass(gfx950_report):
 
 def _shipped_isa() -> dict:
     """[tool.perfgate.isa] read straight from pyproject.toml: the gate's numbers, not its code."""
-    from perfgate.gate.settings import tomllib  # tomli on Python 3.10
+    from perfgate.checkout import tomllib  # tomli on Python 3.10
 
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["perfgate"]["isa"]
 

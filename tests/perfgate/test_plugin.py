@@ -31,8 +31,8 @@ def _bf16(bits: list[int]) -> torch.Tensor:
 # -- modes and settings -------------------------------------------------------------------------
 def _shipped_modes() -> tuple[str, ...]:
     """The modes pyproject.toml gives rounds to, read from the file itself (not from the code)."""
+    from perfgate.checkout import tomllib  # tomli on Python 3.10
     from perfgate.gate.paths import PYPROJECT
-    from perfgate.gate.settings import tomllib  # tomli on Python 3.10
 
     return tuple(tomllib.loads(PYPROJECT.read_text())["tool"]["perfgate"]["rounds"])
 

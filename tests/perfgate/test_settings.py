@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from perfgate import checkout
 from perfgate.__main__ import build_parser
 from perfgate.gate import settings
 from perfgate.gate.stats import Settings
@@ -34,7 +35,7 @@ def edited(old: str, new: str | None) -> str:
 
 def _shipped_values() -> dict:
     """The table read straight from pyproject.toml, flattened by hand: an independent reading."""
-    table = settings.tomllib.loads(SHIPPED)["tool"]["perfgate"]
+    table = checkout.tomllib.loads(SHIPPED)["tool"]["perfgate"]
     flat = {}
     for name, value in table.items():
         if isinstance(value, dict):
@@ -272,7 +273,7 @@ def test_bench_passes_a_rounds_override_to_its_suite_only():
 
 def test_pyproject_is_read_with_the_standard_parser():
     # tomllib (tomli on 3.10) reads the same table: no hand-rolled TOML.
-    table = settings.tomllib.loads(SHIPPED)["tool"]["perfgate"]
+    table = checkout.tomllib.loads(SHIPPED)["tool"]["perfgate"]
     assert table["rounds"]["device"] == settings.defaults().rounds["device"]
 
 
@@ -280,7 +281,7 @@ def test_pyproject_is_read_with_the_standard_parser():
 
 # Written out here, not read from perfgate.gate.settings: the ranges a user may ask for.
 # every mode pyproject.toml gives rounds to, read from the file itself (not from the code)
-_SHIPPED_MODES = tuple(settings.tomllib.loads(SHIPPED)["tool"]["perfgate"]["rounds"])
+_SHIPPED_MODES = tuple(checkout.tomllib.loads(SHIPPED)["tool"]["perfgate"]["rounds"])
 RANGES = {
     "alpha": "a number in (0, 0.5)",
     "min_effect": "a fraction in (0, 1), e.g. 0.03 for 3%",
