@@ -217,6 +217,19 @@ def clear_launch_cache() -> None:
     _BOUND.clear()
 
 
+def bound_call(A, B_shuffle, B_scale_sh, out=None, config=None):
+    """The bound launch that :func:`gemm_a16wfp4` reuses for these operands, or None before a
+    call has bound one: for the tests and tools that inspect it or time its steps."""
+    key = _call_key(A, B_shuffle, B_scale_sh, out, config)
+    return None if key is None else _BOUND.get(key)
+
+
+def launch_entry_codes() -> tuple:
+    """The code objects whose call is one launch on this module's bound path (the compiled
+    kernel's own launcher), for a census of host work that counts launches."""
+    return (_CompiledLaunch.__call__.__code__,)
+
+
 def _device_index(device: torch.device) -> int | None:
     return device.index if device.type == "cuda" else None
 

@@ -38,6 +38,7 @@ from pathlib import Path
 from perfgate.commands import base
 from perfgate.gate import host_counts, verdict
 from perfgate.gate.paths import DEFAULT_BASELINES, HOST_COUNTS_NAME
+from perfgate.measure import host_census
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -61,7 +62,7 @@ def _run(args: argparse.Namespace) -> int:
         baseline = None
         if args.check is not None:
             baseline = host_counts.load(args.check)
-        current = host_counts.collect()
+        current = host_census.collect()
         if args.gate:
             path = Path(args.baselines_dir) / current["device_key"] / HOST_COUNTS_NAME
             if not path.is_file():

@@ -1,5 +1,6 @@
-"""The host-path count gate (perfgate.gate.host_counts): counts are exact, an injected extra allocation,
-launch, sync or copy fails it naming the count and the call path, and a bad baseline is an error.
+"""The host-path count gate (the census perfgate.measure.host_census, the gate
+perfgate.gate.host_counts): counts are exact, an injected extra allocation, launch, sync or copy
+fails it naming the count and the call path, and a bad baseline is an error.
 
 Counted on the CPU: the interpreter's launch entry is stubbed (a launch is counted, not run), so
 these run the real launcher on a real shape in well under a second each."""
@@ -20,6 +21,7 @@ from kernels.shapes import GemmShape
 from perfgate.__main__ import main
 from perfgate.gate import host_counts as host
 from perfgate.gate import paths
+from perfgate.measure import host_census as census
 from perfgate.measure import host_timer
 
 GPU = torch.cuda.is_available()
@@ -47,7 +49,7 @@ def split_config():
 
 @pytest.fixture(scope="module")
 def clean(split_config) -> dict:
-    return host.collect([SMALL, SPLIT])
+    return census.collect([SMALL, SPLIT])
 
 
 def _inject(monkeypatch, extra) -> None:
@@ -85,7 +87,7 @@ def _sync(out) -> None:
 )
 def test_an_injected_extra_fails_naming_count_and_path(monkeypatch, clean, category, extra, leaf):
     _inject(monkeypatch, extra)
-    failures, _ = host.compare(clean, host.collect([SMALL, SPLIT]))
+    failures, _ = host.compare(clean, census.collect([SMALL, SPLIT]))
     grown = [f for f in failures if f" {category} " in f and leaf in f]
     assert grown, failures
     # the line names the shape, the count (before -> after) and the path from custom_kernel
@@ -101,7 +103,7 @@ def test_an_extra_triton_launch_fails(monkeypatch, clean):
         return out
 
     monkeypatch.setattr(gemm._Bound, "__call__", twice)
-    current = host.collect([SMALL])
+    current = census.collect([SMALL])
     failures, _ = host.compare(clean, current, host.CATEGORIES[:4])
     assert host.totals(current)[SMALL.id]["launches"] == 2
     assert any(f.startswith(f"{SMALL.id}: launches ") and "_launch_jit" in f for f in failures), (
@@ -110,7 +112,7 @@ def test_an_extra_triton_launch_fails(monkeypatch, clean):
 
 
 def test_counts_are_exact_and_repeatable(clean):
-    again = host.collect([SMALL, SPLIT])
+    again = census.collect([SMALL, SPLIT])
     assert again == clean
     totals = host.totals(clean)
     # the launcher's whole budget: one GEMM launch (plus the reducer for split-K), the output,
@@ -168,7 +170,7 @@ def test_another_device_or_python_is_not_compared(clean):
 
 
 def test_cli_exit_codes(tmp_path, capsys, monkeypatch, clean):
-    monkeypatch.setattr(host, "collect", lambda: clean)
+    monkeypatch.setattr(census, "collect", lambda: clean)
     good = tmp_path / "good.json"
     assert main(["host", "--json", str(good)]) == 0
     assert host.load(good) == clean
@@ -202,7 +204,7 @@ def test_an_output_that_cannot_be_written_is_refused_before_counting(
     def never():
         raise AssertionError("counted before the output was checked")
 
-    monkeypatch.setattr(host, "collect", never)
+    monkeypatch.setattr(census, "collect", never)
     (tmp_path / "b.json").write_text("{}")
     argv = [a.format(d=tmp_path) for a in argv]
     assert main(["host", *argv]) == 2
@@ -216,12 +218,12 @@ def test_the_committed_baseline_of_this_device_holds():
     """The CPU gate: this machine's counts against perf_baselines/<device-key>/host_counts.json.
     Launches, allocations, copies and syncs always; python_calls under the Python it was
     recorded with (call names are CPython's)."""
-    current = host.collect()
+    current = census.collect()
     path = BASELINES / current["device_key"] / paths.HOST_COUNTS_NAME
     if not path.is_file():
         pytest.skip(f"no committed host count baseline for {current['device_key']}")
     baseline = host.load(path)
-    same_python = baseline["python"] == host.python_version()
+    same_python = baseline["python"] == census.python_version()
     categories = host.CATEGORIES if same_python else host.CATEGORIES[:4]
     failures, _ = host.compare(baseline, current, categories)
     assert not failures, "\n".join(failures)
@@ -341,7 +343,7 @@ def test_the_leaderboard_flush_outlasts_the_host_path():
 
 
 def test_gate_without_a_baseline_says_how_to_record_one(tmp_path, capsys, monkeypatch, clean):
-    monkeypatch.setattr(host, "collect", lambda: clean)
+    monkeypatch.setattr(census, "collect", lambda: clean)
     assert main(["host", "--gate", "--baselines-dir", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert f"no host count baseline for device {clean['device_key']!r}" in err
@@ -353,7 +355,7 @@ def test_gate_without_a_baseline_says_how_to_record_one(tmp_path, capsys, monkey
 
 
 def test_update_refuses_to_compare_too(tmp_path, capsys, monkeypatch, clean):
-    monkeypatch.setattr(host, "collect", lambda: clean)
+    monkeypatch.setattr(census, "collect", lambda: clean)
     assert main(["host", "--update", "--gate", "--baselines-dir", str(tmp_path)]) == 2
     assert "--update records a baseline" in capsys.readouterr().err
     assert not any(tmp_path.iterdir())  # nothing written
@@ -367,7 +369,7 @@ def test_a_lost_launch_cache_fails(monkeypatch, clean):
             pass
 
     monkeypatch.setattr(gemm, "_BOUND", Forgetful())
-    failures, _ = host.compare(clean, host.collect([SMALL, SPLIT]))
+    failures, _ = host.compare(clean, census.collect([SMALL, SPLIT]))
     grown = {line.split(" per call at ")[1] for line in failures if " python_calls " in line}
     assert "gemm.custom_kernel > gemm.gemm_a16wfp4 > gemm._validate" in grown
     # the split-K workspace is allocated again on every call: an allocation the baseline lacks
@@ -397,7 +399,7 @@ def test_a_planned_native_reduction_is_counted(monkeypatch, tmp_path):
 
     lib = _native_reducer_of_this_device(tmp_path)
     monkeypatch.setattr(splitk, "_choice", lambda device: splitk._Choice("native", "test", lib))
-    counts = host.collect([SPLIT])
+    counts = census.collect([SPLIT])
     launches = counts["shapes"][SPLIT.id]["launches"]
     assert host.totals(counts)[SPLIT.id]["launches"] == 2, launches
     assert [p for p in launches if p.endswith("perfgate.host._CountedPlan.__call__")], launches
