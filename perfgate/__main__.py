@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Iterator
 
 from perfgate import flags
+from perfgate.refusal import Refusal
 
 # Command modules, in the order ``--help`` lists them. A module exposes ``register(subparsers)``,
 # which adds its parser and sets ``func(args) -> int`` (the exit code); it keeps heavy imports
@@ -115,6 +116,9 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             print(f"{prog}: interrupted", file=sys.stderr)
             return 130
+        except Refusal as exc:  # unusable input, wherever the command found it
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            return 2
         except ModuleNotFoundError as exc:
             return missing(prog, exc) if _optional(exc) else unexpected(prog, exc)
         except Exception as exc:

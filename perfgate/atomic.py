@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.checkout import REPO
+from perfgate.refusal import Refusal
 
 MODE = 0o644
 _SUFFIX = ".tmp"
@@ -46,7 +47,7 @@ PathLike = str | os.PathLike
 Paths = Mapping[str, "PathLike | None"] | Iterable[tuple[str, "PathLike | None"]]
 
 
-class OutputError(ValueError):
+class OutputError(Refusal, ValueError):
     """An output path that must not be written; the message is one line naming the option."""
 
 

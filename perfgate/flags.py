@@ -14,13 +14,15 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
+from perfgate.refusal import Refusal
+
 ON = ("1", "true", "yes", "on")
 OFF = ("0", "false", "no", "off", "")
 # every on/off variable perfgate and the noxfile read; `python -m perfgate` checks them at start
 NAMES = ("PERFGATE_REQUIRE_GPU", "PERFGATE_TRACEBACK", "MXFP4_REQUIRE_NATIVE_REDUCER")
 
 
-class FlagError(ValueError):
+class FlagError(Refusal, ValueError):
     """An on/off variable with another value; the message is one line naming it."""
 
 

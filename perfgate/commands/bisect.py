@@ -71,11 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     from perfgate.checkout import REPO as repo
 
-    try:
-        commits = lines.commit_range(repo, args.good, args.bad)
-    except lines.RevisionError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+    commits = lines.commit_range(repo, args.good, args.bad)  # a bad revision: a Refusal
     from perfgate import catalog
 
     try:
@@ -91,12 +87,8 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     from perfgate import atomic
 
-    try:
-        atomic.check_output_dirs({"--results-dir": args.results_dir})
-        atomic.check_outputs({"--json": args.json_out})
-    except atomic.OutputError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+    atomic.check_output_dirs({"--results-dir": args.results_dir})
+    atomic.check_outputs({"--json": args.json_out})
     if args.json_out is not None and args.json_out.resolve().is_relative_to(
         args.results_dir.resolve()
     ):

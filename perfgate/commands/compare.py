@@ -22,7 +22,6 @@ key for this run, and every report echoes the settings it used.
 from __future__ import annotations
 
 import argparse
-import sys
 
 from perfgate.gate import compare
 
@@ -58,11 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from perfgate.gate import settings
 
-    try:  # bad option values or settings table are unusable input: one line, exit 2
-        gate = settings.from_args(args)
-    except settings.SettingsError as exc:
-        print(f"perfgate compare: error: {exc}", file=sys.stderr)
-        return 2
+    gate = settings.from_args(args)  # a bad value or table: a Refusal, one line and exit 2
     return compare.compare_files(
         args.baseline,
         args.current,

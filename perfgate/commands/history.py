@@ -25,10 +25,12 @@ import argparse
 import sys
 from pathlib import Path
 
+from perfgate.refusal import Refusal
+
 PROG = "perfgate history"
 
 
-class UsageError(Exception):
+class UsageError(Refusal):
     """Unusable input: one line, exit 2."""
 
 

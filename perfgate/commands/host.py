@@ -47,48 +47,42 @@ def _run(args: argparse.Namespace) -> int:
     from perfgate import atomic
     from perfgate.gate.compare import check_outputs
 
-    try:  # before the counting: a path that cannot be written is known at once
-        check_outputs({"--json": args.json_out}, {"--check": args.check})
-    except atomic.OutputError as exc:
-        print(f"perfgate host: error: {exc}", file=sys.stderr)
-        return 2
+    # before the counting: a path that cannot be written is refused at once
+    check_outputs({"--json": args.json_out}, {"--check": args.check})
     if "triton" not in sys.modules and not base.gpu_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton loads: the CPU counts
     if args.update and (args.gate or args.check is not None):
         print("perfgate host: error: --update records a baseline; it cannot also compare with one "
               "(drop --gate/--check)", file=sys.stderr)  # fmt: skip
         return 2
-    try:
-        baseline = None
-        if args.check is not None:
-            baseline = host_counts.load(args.check)
-        current = host_census.collect()
-        if args.gate:
-            path = Path(args.baselines_dir) / current["device_key"] / HOST_COUNTS_NAME
-            if not path.is_file():
-                raise host_counts.CountError(
-                    f"no host count baseline for device {current['device_key']!r} ({path}); "
-                    "record one with `python -m perfgate host --update` and commit it"
-                )
-            baseline = host_counts.load(path)
-        host_counts.print_totals(current)
-        own = Path(args.baselines_dir) / current["device_key"] / HOST_COUNTS_NAME
-        check_outputs(
-            {"--update": own if args.update else None, "--json": args.json_out},
-            {"--gate": own if args.gate else None, "--check": args.check},
-            baselines=args.update,  # --update writes this device's count baseline
-        )
-        if args.json_out:
-            atomic.write_json(args.json_out, current)
-        if args.update:
-            atomic.write_json(own, current)
-            print(f"perfgate host: wrote {own}; commit it")
-        if baseline is None:
-            return 0
-        failures, improvements = host_counts.compare(baseline, current)
-    except (host_counts.CountError, atomic.OutputError) as exc:
-        print(f"perfgate host: error: {exc}", file=sys.stderr)
-        return 2
+    # an unusable baseline or output is a Refusal: one line, exit 2
+    baseline = None
+    if args.check is not None:
+        baseline = host_counts.load(args.check)
+    current = host_census.collect()
+    if args.gate:
+        path = Path(args.baselines_dir) / current["device_key"] / HOST_COUNTS_NAME
+        if not path.is_file():
+            raise host_counts.CountError(
+                f"no host count baseline for device {current['device_key']!r} ({path}); "
+                "record one with `python -m perfgate host --update` and commit it"
+            )
+        baseline = host_counts.load(path)
+    host_counts.print_totals(current)
+    own = Path(args.baselines_dir) / current["device_key"] / HOST_COUNTS_NAME
+    check_outputs(
+        {"--update": own if args.update else None, "--json": args.json_out},
+        {"--gate": own if args.gate else None, "--check": args.check},
+        baselines=args.update,  # --update writes this device's count baseline
+    )
+    if args.json_out:
+        atomic.write_json(args.json_out, current)
+    if args.update:
+        atomic.write_json(own, current)
+        print(f"perfgate host: wrote {own}; commit it")
+    if baseline is None:
+        return 0
+    failures, improvements = host_counts.compare(baseline, current)
     for line in improvements:
         print(f"{verdict.HOST_LABELS[verdict.IMPROVEMENT]}: {line}")
     for line in failures:

@@ -24,6 +24,7 @@ from typing import Any
 
 from perfgate.gate.paths import SCHEMA
 from perfgate.measure.modes import MODE_NAMES
+from perfgate.refusal import Refusal
 
 MODES = MODE_NAMES  # perfgate.measure.modes defines them
 FINGERPRINT_KEYS = (
@@ -53,7 +54,7 @@ PROCESSES_KEY = "perfgate_processes"
 _DEVICE_KEY = re.compile(r"[A-Za-z0-9._-]+")
 
 
-class BaselineError(Exception):
+class BaselineError(Refusal):
     """A baseline or result file that cannot be used; the message is one line naming the file."""
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from perfgate import atomic
 from perfgate.gate import baseline as bl
 from perfgate.gate import device
+from perfgate.refusal import Refusal
 
 if TYPE_CHECKING:
     from perfgate.gate.stats import Settings
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 _CODE_FIELDS = ("git_commit",)
 
 
-class InputError(Exception):
+class InputError(Refusal):
     """Inputs that cannot be compared; the message is one line."""
 
 

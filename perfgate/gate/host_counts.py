@@ -9,11 +9,12 @@ import json
 from pathlib import Path
 
 from perfgate.gate.paths import SCHEMA
+from perfgate.refusal import Refusal
 
 CATEGORIES = ("launches", "allocations", "copies", "syncs", "python_calls")
 
 
-class CountError(Exception):
+class CountError(Refusal):
     """A baseline or count file that cannot be used; the message is one line."""
 
 

@@ -47,6 +47,7 @@ from typing import Any
 from perfgate.checkout import read_toml
 from perfgate.gate.paths import PYPROJECT
 from perfgate.measure.modes import MODE_NAMES
+from perfgate.refusal import Refusal
 
 TABLE = "tool.perfgate"
 
@@ -56,7 +57,7 @@ AB = "ab"  # the process-level same-job A/B, one section per mode it runs in: [t
 AB_MODES = ("device", "leaderboard")
 
 
-class SettingsError(ValueError):
+class SettingsError(Refusal, ValueError):
     """A settings file or override that cannot be used; the message is one line naming the key."""
 
 

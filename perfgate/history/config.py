@@ -24,12 +24,13 @@ from typing import Any
 
 from perfgate.checkout import read_toml
 from perfgate.history.steps import StepSettings
+from perfgate.refusal import Refusal
 
 TABLE = ("tool", "perfgate-history")
 TABLE_NAME = "[tool.perfgate-history]"
 
 
-class HistoryConfigError(ValueError):
+class HistoryConfigError(Refusal, ValueError):
     """A history table that cannot be used; the message is one line naming the key."""
 
 

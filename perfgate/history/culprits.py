@@ -20,13 +20,14 @@ from perfgate.gate import baseline as bl
 from perfgate.history import bisect as bs
 from perfgate.history import github, lines, store
 from perfgate.history.records import PASS, segment_key
+from perfgate.refusal import Refusal
 
 PROG = "perfgate triage"
 AB_MODES = ("device", "leaderboard")  # what perfgate ab measures
 RunnerFactory = Callable[[str, tuple[str, ...]], bs.ABRunner]  # (mode, benchmarks) -> runner
 
 
-class TriageError(ValueError):
+class TriageError(Refusal, ValueError):
     """Input the triage cannot use; the message is one line naming it."""
 
 

@@ -19,9 +19,10 @@ import subprocess
 from pathlib import Path
 
 from perfgate import spawn
+from perfgate.refusal import Refusal
 
 
-class RevisionError(ValueError):
+class RevisionError(Refusal, ValueError):
     """A revision or range that cannot be bisected; one line."""
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.gate import baseline as bl
+from perfgate.refusal import Refusal
 
 # The fingerprint fields whose change starts a new segment: the baseline files' environment keys
 # (the GPU, its clock settings, the driver, the CUDA/ROCm runtime, torch and triton), defined
@@ -36,7 +37,7 @@ PASS, FAIL = "pass", "fail"
 VERDICTS = (PASS, FAIL)
 
 
-class RecordError(ValueError):
+class RecordError(Refusal, ValueError):
     """A results file the history cannot keep; the message is one line naming the file."""
 
 

@@ -29,11 +29,12 @@ from perfgate import atomic
 from perfgate.history import plot
 from perfgate.history.detect import Detection, series_of
 from perfgate.history.store import Row
+from perfgate.refusal import Refusal
 
 MARKER = ".perfgate-history-report"
 
 
-class SiteError(ValueError):
+class SiteError(Refusal, ValueError):
     """An output directory that cannot take the report; one line."""
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.history.records import VERDICTS, Run
+from perfgate.refusal import Refusal
 
 SCHEMA_VERSION = 2
 # MIGRATIONS[v] takes a store of version v - 1 (0: an empty file) to version v.
@@ -72,7 +73,7 @@ _NEWEST_FIRST = (
 )
 
 
-class StoreError(Exception):
+class StoreError(Refusal):
     """A store that cannot be opened or used; the message is one line naming it."""
 
 

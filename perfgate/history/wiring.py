@@ -28,10 +28,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from perfgate.refusal import Refusal
+
 AGAINST = ("baseline", "history")
 
 
-class HistoryOptionError(ValueError):
+class HistoryOptionError(Refusal, ValueError):
     """History options that cannot be used; the message is one line naming the option."""
 
 

@@ -25,6 +25,7 @@ from perfgate.gate import verdict
 from perfgate.gate.settings import IsaTolerances
 from perfgate.isa import metrics
 from perfgate.isa.collect import SCHEMA, TARGETS, TOOL
+from perfgate.refusal import Refusal
 
 # The ISA table's labels of the gates' verdicts (perfgate.gate.verdict)
 REGRESSION = verdict.ISA_LABELS[verdict.REGRESSION]
@@ -47,7 +48,7 @@ _OPTIONAL_INT_FIELDS = (
 )
 
 
-class IsaReportError(ValueError):
+class IsaReportError(Refusal, ValueError):
     """An ISA report or baseline that cannot be used (one-line message)."""
 
 

@@ -12,6 +12,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from kernels.targets import Target, get_target
+from perfgate.refusal import Refusal
 
 # Mnemonics whose counts a report keeps, per vendor's ISA (AMDGCN; SASS + PTX). Everything else is noise for this gate.
 _TRACKED = {
@@ -47,7 +48,7 @@ WANTED_FAMILIES: dict[str, dict[str, re.Pattern[str]]] = {
 }
 
 
-class IsaParseError(ValueError):
+class IsaParseError(Refusal, ValueError):
     """The compiler output lacks a field the gate needs (format changed, or not this kind of text)."""
 
 

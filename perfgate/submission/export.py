@@ -32,6 +32,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate.refusal import Refusal
 from perfgate.submission import manifest
 
 MARKER = "# --- exported below this line ---"
@@ -39,7 +40,7 @@ NAME_PREFIX = "_mxfp4_submission_"
 RUNTIME_PATH = Path(__file__).resolve().with_name("runtime.py")
 
 
-class ExportError(Exception):
+class ExportError(Refusal):
     """The package cannot be exported as it is, or a bad argument; the message is one line."""
 
 

@@ -31,12 +31,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate.refusal import Refusal
+
 ENTRY = "custom_kernel"
 PROBE_MODULE = "perfgate.submission.load"  # python -m PROBE_MODULE FILE: probe()'s child
 _COUNTER = itertools.count()
 
 
-class SubmissionError(Exception):
+class SubmissionError(Refusal):
     """The file cannot be used as a submission; the message is one line naming the file."""
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import io
 import json
@@ -15,7 +14,6 @@ import pytest
 from rich.console import Console
 
 from perfgate import atomic
-from perfgate.commands import compare as compare_command
 from perfgate.gate import compare
 from perfgate.gate.stats import Settings
 
@@ -526,10 +524,10 @@ def test_bad_settings_are_a_caller_error(write_result, bench):
 
 
 def cli(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="perfgate")
-    compare_command.register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    """The command as ``python -m perfgate`` runs it (its refusals are answered there)."""
+    from perfgate.__main__ import main
+
+    return main(argv)
 
 
 def test_cli_gate(write_result, bench, tmp_path, capsys):
