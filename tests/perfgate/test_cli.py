@@ -264,3 +264,24 @@ def test_mode_help_lists_every_mode(capsys, command):
     for mode in modes.MODES:
         assert f"{mode.name}: {mode.description}" in mode_help
     assert "host" in modes.MODE_NAMES
+
+
+HEAVY = ("torch", "triton", "matplotlib", "ruptures")
+
+
+@pytest.mark.parametrize("command", ["", *sorted(build_parser().commands)])
+def test_help_loads_no_heavy_library(command):
+    # --help answers at once, also where torch is absent (the container launcher's host) or
+    # slow to import (4 s on the H200): the commands import their heavy libraries when they run
+    probe = (
+        "import sys\n"
+        "from perfgate.__main__ import main\n"
+        "try:\n"
+        f"    main({[*command.split(), '--help']!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          cwd=Path(__file__).resolve().parents[2], check=True)  # fmt: skip
+    assert done.stdout.splitlines()[-1] == "[]", (command, done.stdout[-300:])
