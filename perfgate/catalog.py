@@ -155,7 +155,7 @@ def cases(
 ) -> list[dict]:
     """The worker cases of ``groups`` (those ``mode`` times), named as the pytest benchmarks are;
     ``keyword`` keeps the names containing it."""
-    from perfgate.measure.modes import times_group
+    from perfgate.modes import times_group
 
     timed = tuple(name for name in GROUPS if times_group(mode, name))
     unknown = [g for g in groups if g not in timed]

@@ -2,7 +2,7 @@
 
 Every benchmark it runs is a pytest-benchmark benchmark timed with
 :func:`perfgate.measure.clock.device_clock` (collection refuses one that is not). ``--perfgate-mode``
-(one of :data:`perfgate.measure.modes.MODES`) picks what a sample is:
+(one of :data:`perfgate.modes.MODES`) picks what a sample is:
 
 - ``device``: kernel time. The GEMM (``gemm_a16wfp4``) or the reducer runs once per input copy
   inside one CUDA/HIP graph; a sample is the replay's device time / number of copies.
@@ -44,10 +44,11 @@ from typing import Any
 
 import pytest
 
+from perfgate import modes
 from perfgate.catalog import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
 from perfgate.gate.paths import SCHEMA
 from perfgate.gate.settings import MAX_LOOK_ROUNDS
-from perfgate.measure import inject, modes
+from perfgate.measure import inject
 from perfgate.measure.clock import Timed, device_clock, measure
 from perfgate.measure.flush import rotation_count
 from perfgate.measure.harness import Work, batched_launch, prepare
@@ -373,7 +374,7 @@ class Harness:
         )
         self.settings.mode.time(self, benchmark, work)
 
-    # -- how the modes time a prepared case (perfgate.measure.modes) ----------------------------
+    # -- how the modes time a prepared case (perfgate.modes) ----------------------------
     def batched(self, benchmark: Any, work: Work, *, graph: bool | None = None) -> None:
         """Device mode: all copies in one graph replay (``graph=False``: direct launches); a
         sample is per-call device time."""

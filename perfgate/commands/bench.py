@@ -30,7 +30,7 @@ from perfgate.gate import device, paths
 from perfgate.history import verdicts
 from perfgate.history import wiring as history
 from perfgate.measure import session
-from perfgate.measure.modes import MODE_NAMES, MODES
+from perfgate.modes import MODE_NAMES, MODES
 from perfgate.submission import bench as submission
 
 

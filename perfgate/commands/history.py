@@ -201,7 +201,7 @@ def _rows(args, store):
 
     if getattr(args, "mode", None) is not None:
         from perfgate.history.records import AB_MODE
-        from perfgate.measure.modes import MODE_NAMES
+        from perfgate.modes import MODE_NAMES
 
         if args.mode not in (*MODE_NAMES, AB_MODE):  # ab: named by --mode's help
             raise UsageError(f"--mode {args.mode}: expected one of {', '.join(MODE_NAMES)}")

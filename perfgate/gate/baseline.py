@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.gate.paths import SCHEMA
-from perfgate.measure.modes import MODE_NAMES
+from perfgate.modes import MODE_NAMES
 from perfgate.refusal import Refusal
 
-MODES = MODE_NAMES  # perfgate.measure.modes defines them
+MODES = MODE_NAMES  # perfgate.modes defines them
 FINGERPRINT_KEYS = (
     "gpu_name",
     "arch",

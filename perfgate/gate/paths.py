@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from perfgate.checkout import PYPROJECT, REPO
-from perfgate.measure.modes import MODE_NAMES
+from perfgate.modes import MODE_NAMES
 
 __all__ = ["PYPROJECT", "REPO"]  # where every gate finds the checkout (perfgate.checkout)
 SCHEMA = 1

@@ -46,7 +46,7 @@ from typing import Any
 
 from perfgate.checkout import read_toml
 from perfgate.gate.paths import PYPROJECT
-from perfgate.measure.modes import MODE_NAMES
+from perfgate.modes import MODE_NAMES
 from perfgate.refusal import Refusal
 
 TABLE = "tool.perfgate"
@@ -348,7 +348,7 @@ KEYS: tuple[Key, ...] = (
 )
 KEYS_BY_NAME: Mapping[str, Key] = MappingProxyType({k.name: k for k in KEYS})
 _SECTIONS = frozenset(k.name.split(".")[0] for k in KEYS if "." in k.name)
-# Every timing mode has a rounds key (derived above from perfgate.measure.modes).
+# Every timing mode has a rounds key (derived above from perfgate.modes).
 _ROUND_MODES = tuple(k.name.split(".", 1)[1] for k in KEYS if k.group == ROUNDS)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from perfgate import atomic, spawn
 from perfgate.gate.paths import REPO, result_paths
-from perfgate.measure.modes import MODE_NAMES
+from perfgate.modes import MODE_NAMES
 
 # pytest exit codes (pytest.ExitCode), written out so that this module needs no pytest import
 PYTEST_OK, PYTEST_FAILED, PYTEST_NO_TESTS = 0, 1, 5

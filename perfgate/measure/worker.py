@@ -104,7 +104,7 @@ class Worker:
         import torch
 
         from kernels.device import device_info
-        from perfgate.measure.modes import get
+        from perfgate.modes import get
 
         self.submission = submission
         self.device = torch.device("cuda")

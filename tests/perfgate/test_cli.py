@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from perfgate import modes
 from perfgate.__main__ import build_parser, main, plain_text, unexpected
-from perfgate.measure import modes
 
 ROOT = Path(__file__).resolve().parents[2]
 PROC = Path("/proc/self").is_dir()

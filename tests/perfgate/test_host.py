@@ -329,7 +329,7 @@ def test_with_host_delay_returns_the_calls_result():
     ],
 )
 def test_each_mode_times_its_own_groups(mode, group, timed):
-    from perfgate.measure import modes
+    from perfgate import modes
 
     assert modes.times_group(mode, group) is timed
 

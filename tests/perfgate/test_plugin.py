@@ -8,12 +8,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from perfgate import plugin
+from perfgate import modes, plugin
 from perfgate.catalog import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
 from perfgate.commands import bench
 from perfgate.gate import baseline
 from perfgate.measure import harness as prepared
-from perfgate.measure import modes
 from perfgate.plugin import RoundRobin, Settings
 
 pytest_plugins = ["pytester"]
