@@ -5,8 +5,9 @@ A mode names a results file (``.perfgate/results/<mode>.json``), a baseline
 records; two files of different modes are never compared. A mode with ``groups`` times only those
 benchmark groups (``host``: the host path), and the other modes never time them.
 
-Each mode is an object that knows its flush and how it times a prepared case
-(:meth:`Mode.time`, called by the plugin's harness). Adding a mode is one class and one entry in
+Each mode is an object that names its flush (``flush_kind``, made by
+:func:`perfgate.measure.flush.for_mode`) and knows how it times a prepared case (:meth:`Mode.time`,
+called by the plugin's harness). It imports nothing: every floor of perfgate may read it. Adding a mode is one class and one entry in
 :data:`MODES` here, and its rounds in ``[tool.perfgate.rounds]`` (pyproject.toml).
 """
 
@@ -22,16 +23,13 @@ class Mode:
     description: str  # one line, for --help and reports
     # benchmark groups only this mode times; empty: every group that no mode claims
     groups: tuple[str, ...] = ()
+    # the flush before each timed round: "gate" (the cache flush and a device hold) or
+    # "leaderboard" (one long enough to hide the host path); perfgate.measure.flush.for_mode
+    flush_kind: str = "gate"
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.isidentifier():
             raise ValueError(f"mode name must be a plain identifier, got {self.name!r}")
-
-    def flush(self, last_level_cache_bytes: int, device: Any) -> Any:
-        """The flush before each timed round: the gate's cache flush and device hold."""
-        from perfgate.measure.flush import gate_flush
-
-        return gate_flush(last_level_cache_bytes, device)
 
     def time(self, harness: Any, benchmark: Any, work: Any) -> None:
         """Time the prepared case ``work`` (perfgate.measure.harness.Work) under ``benchmark``."""
@@ -47,11 +45,6 @@ class Device(Mode):
 
 class Leaderboard(Mode):
     """Events around one call after a flush that outlasts the host path; inputs rotate."""
-
-    def flush(self, last_level_cache_bytes: int, device: Any) -> Any:
-        from perfgate.measure.flush import leaderboard_flush
-
-        return leaderboard_flush(last_level_cache_bytes, device)
 
     def time(self, harness: Any, benchmark: Any, work: Any) -> None:
         harness.per_call(benchmark, work)
@@ -69,6 +62,7 @@ MODES: tuple[Mode, ...] = (
     Leaderboard(
         "leaderboard",
         "events around one custom_kernel call after a flush the host path cannot outlast",
+        flush_kind="leaderboard",
     ),
     Host(
         "host",

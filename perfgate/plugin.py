@@ -50,7 +50,7 @@ from perfgate.gate.paths import SCHEMA
 from perfgate.gate.settings import MAX_LOOK_ROUNDS
 from perfgate.measure import inject
 from perfgate.measure.clock import Timed, device_clock, measure
-from perfgate.measure.flush import rotation_count
+from perfgate.measure.flush import for_mode, rotation_count
 from perfgate.measure.harness import Work, batched_launch, prepare
 from perfgate.measure.launch import probe_median
 
@@ -341,7 +341,7 @@ class Harness:
         self.inject = inject.slowdown_fraction()
         self.device = torch.device("cuda")
         self.info = device_info()
-        self.flush = settings.mode.flush(self.info.last_level_cache_bytes, self.device)
+        self.flush = for_mode(settings.mode, self.info.last_level_cache_bytes, self.device)
 
     def copies(self, set_bytes: int) -> int:
         return rotation_count(set_bytes, self.info.last_level_cache_bytes)

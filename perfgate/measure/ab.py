@@ -342,7 +342,7 @@ def run_submissions(
     """:func:`run` for two submission files: each side's workers (``--submission FILE``) run in
     this checkout; (decisions, store, each side's info with what its workers timed, timings)."""
     from perfgate.gate import process_ab
-    from perfgate.submission.sides import SubmissionSide
+    from perfgate.measure.submission_side import SubmissionSide
 
     design = process_ab.design_for(gate, mode)
     infos: dict[str, dict] = {"base": {}, "head": {}}

@@ -92,6 +92,18 @@ def leaderboard_flush(last_level_cache_bytes: int, device: Any) -> CacheFlush:
     return CacheFlush(nbytes, device)
 
 
+def for_mode(mode: Any, last_level_cache_bytes: int, device: Any) -> CacheFlush:
+    """The flush before each timed round of ``mode`` (a :class:`perfgate.modes.Mode`), by its
+    ``flush_kind``."""
+    makers = {"gate": gate_flush, "leaderboard": leaderboard_flush}
+    try:
+        make = makers[mode.flush_kind]
+    except KeyError:
+        raise ValueError(f"mode {mode.name}: flush_kind must be one of {', '.join(makers)}, got "
+                         f"{mode.flush_kind!r}") from None  # fmt: skip
+    return make(last_level_cache_bytes, device)
+
+
 class CacheFlush:
     """Overwrites ``nbytes`` of device memory; called in pytest-benchmark's untimed ``setup``."""
 

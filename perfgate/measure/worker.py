@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.measure.clock import flushed_rounds
-from perfgate.measure.flush import rotation_count
+from perfgate.measure.flush import for_mode, rotation_count
 from perfgate.measure.launch import build_launch, probe_median
 
 # perfgate.catalog and perfgate.measure.harness import kernels: they load after the worker has
@@ -110,7 +110,7 @@ class Worker:
         self.device = torch.device("cuda")
         self.info = device_info()
         self.mode = mode
-        self.flush = get(mode).flush(self.info.last_level_cache_bytes, self.device)
+        self.flush = for_mode(get(mode), self.info.last_level_cache_bytes, self.device)
         self.benches: dict[str, Any] = {}
 
     def warm(self) -> None:

@@ -1,45 +1,12 @@
-"""A/B sides that are submission files: ``perfgate ab --base-submission A.py --head-submission B.py``.
-
-:class:`SubmissionSide` is :class:`perfgate.measure.interleave.SideProcess` with a worker that
-times a file (``python -m perfgate.measure.worker --submission FILE``) instead of a revision's
-``kernels``: the same protocol, pipes and shutdown, so the A/B loop
-(:func:`perfgate.measure.ab.measure_ab`) cannot tell them apart. Both workers run this checkout's
-perfgate and ``kernels`` (the inputs, the reference, the checks); only ``custom_kernel`` differs.
+"""A/B sides that are submission files: ``perfgate ab --base-submission A.py --head-submission B.py``:
+the command's options and their checks. The side itself, a worker process timing a file, is
+:class:`perfgate.measure.submission_side.SubmissionSide`.
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any
-
-from perfgate.measure import interleave
-
-
-def worker_command(path: Path, mode: str = "device") -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "perfgate.measure.worker",
-        "--submission",
-        str(path),
-        "--mode",
-        mode,
-    ]
-
-
-class SubmissionSide(interleave.SideProcess):
-    """One worker process timing ``path``'s ``custom_kernel``; it dies with this process."""
-
-    def __init__(
-        self, label: str, path: Path, env: dict[str, str] | None = None, mode: str = "device"
-    ) -> None:
-        self._spawn(label, worker_command(Path(path).resolve(), mode), env)
-
-    def describe(self) -> dict[str, Any]:
-        """What the worker loaded, by its own account (path, sha256, POPCORN directives)."""
-        return self.ask({"op": "describe"})["source"]
-
 
 # -- the command's options (perfgate/commands/ab.py) -----------------------------------------
 BASE, HEAD = "--base-submission", "--head-submission"

@@ -21,7 +21,7 @@ from perfgate.__main__ import main
 from perfgate.commands import ab as ab_command
 from perfgate.gate.stats import REGRESSION, UNCHANGED
 from perfgate.measure import ab as ab_measure
-from perfgate.measure import interleave
+from perfgate.measure import interleave, submission_side
 from perfgate.measure import worker as sampler
 from perfgate.revisions import AbError
 from perfgate.submission import sides
@@ -189,7 +189,7 @@ def test_describe_never_makes_the_gpu_worker():
 
 def test_a_submission_side_speaks_the_protocol_and_goes_away(tmp_path):
     fake = _write(tmp_path, "fake.py")
-    side = sides.SubmissionSide("head", fake)
+    side = submission_side.SubmissionSide("head", fake)
     try:
         assert side.describe()["path"] == str(fake)
         # on a CPU the first GPU request fails in one line naming the side; the worker lives on
@@ -214,7 +214,7 @@ def test_a_submission_side_speaks_the_protocol_and_goes_away(tmp_path):
 
 
 # -- the sides in the A/B loop and the report ---------------------------------------------------
-REAL_SIDE = sides.SubmissionSide
+REAL_SIDE = submission_side.SubmissionSide
 
 
 class FileSide(FakeSide):
@@ -253,7 +253,7 @@ def test_run_submissions_measures_both_files_and_records_what_each_timed(tmp_pat
         started.append(FileSide(label, path, factors[path], order))
         return started[-1]
 
-    monkeypatch.setattr(sides, "SubmissionSide", side)
+    monkeypatch.setattr(submission_side, "SubmissionSide", side)
     cases = [{"name": "slow"}, {"name": "same"}]
     decisions, store, infos, _ = ab_measure.run_submissions(a, b, cases, settings.load())
     assert decisions["slow"].result.verdict == REGRESSION  # judged from the rounds, 5% slower

@@ -350,3 +350,21 @@ def test_slowdown_fraction(raw, expected):
 def test_slowdown_fraction_rejects_nonsense(raw):
     with pytest.raises(ValueError, match=INJECT_ENV):
         slowdown_fraction({INJECT_ENV: raw})
+
+
+def test_each_mode_gets_the_flush_it_names(monkeypatch):
+    from perfgate import modes
+    from perfgate.measure import flush
+
+    made = []
+    monkeypatch.setattr(flush, "gate_flush", lambda llc, dev: made.append(("gate", llc, dev)))
+    monkeypatch.setattr(
+        flush, "leaderboard_flush", lambda llc, dev: made.append(("leaderboard", llc, dev))
+    )
+    for mode in modes.MODES:
+        flush.for_mode(mode, 123, "cpu")
+    assert made == [("gate", 123, "cpu"), ("leaderboard", 123, "cpu"), ("gate", 123, "cpu")]
+    assert [m.name for m in modes.MODES] == ["device", "leaderboard", "host"]
+    odd = modes.Mode("odd", "a mode with an unknown flush", flush_kind="none")
+    with pytest.raises(ValueError, match="mode odd: flush_kind must be one of gate, leaderboard"):
+        flush.for_mode(odd, 123, "cpu")
