@@ -165,15 +165,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    from perfgate.submission.load import SubmissionError, load
+    from perfgate.submission.pytest_plugin import load_option
 
-    path = session.config.getoption(SUBMISSION_OPTION)
-    if path is None:
-        return
-    try:
-        session.config.stash[_SUBMISSION] = load(path)
-    except SubmissionError as exc:
-        raise pytest.UsageError(f"{SUBMISSION_OPTION}: {exc}") from None
+    submission = load_option(session.config, SUBMISSION_OPTION)
+    if submission is not None:
+        session.config.stash[_SUBMISSION] = submission
 
 
 def submission_of(config: pytest.Config) -> Any:

@@ -45,16 +45,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         parser.getgroup("perfgate").addoption(option, metavar=metavar, default=None, help=text)
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
+def load_option(config: pytest.Config, option: str) -> Any:
+    """The submission file that pytest ``option`` names, loaded (None without the option);
+    a file that cannot be loaded stops the session as a usage error naming the option. Both
+    perfgate plugins load theirs here."""
     from perfgate.submission.load import SubmissionError, load
 
-    path = session.config.getoption(OPTION)
+    path = config.getoption(option)
     if path is None:
-        return
+        return None
     try:
-        session.config.stash[_STASH] = load(path)
+        return load(path)
     except SubmissionError as exc:
-        raise pytest.UsageError(f"{OPTION}: {exc}") from None
+        raise pytest.UsageError(f"{option}: {exc}") from None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    submission = load_option(session.config, OPTION)
+    if submission is not None:
+        session.config.stash[_STASH] = submission
 
 
 def submission_under_test(config: pytest.Config) -> Any:
