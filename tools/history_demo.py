@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
-import statistics
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -64,15 +63,7 @@ def make_run(
             samples = samples[:max_rounds]
         factor = level.get(b["fullname"], 1.0) * float(np.exp(rng.normal(0.0, NOISE)))
         values = [float(x) for x in rng.permutation(samples) * factor]
-        b["stats"].update(
-            data=values,
-            rounds=len(values),
-            min=min(values),
-            max=max(values),
-            mean=statistics.fmean(values),
-            median=statistics.median(values),
-            stddev=statistics.stdev(values),
-        )
+        b["stats"].update(bl.stats_block(values))
         b.setdefault("extra_info", {}).pop(bl.RUNS_KEY, None)
         b["extra_info"].pop(bl.PROCESSES_KEY, None)
     return data

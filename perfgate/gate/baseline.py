@@ -328,7 +328,7 @@ def _pool(parts: list[dict[str, Any]], what: str, key: str, count: str) -> dict[
     for bench in out["benchmarks"]:
         name = bench["fullname"]
         data = [x for s in per_part for x in s[name]]
-        bench["stats"].update(_summary(data), data=data, rounds=len(data))
+        bench["stats"].update(stats_block(data))
         if len(parts) >= 2:
             bench.setdefault("extra_info", {})[key] = _medians_record(
                 count,
@@ -345,11 +345,12 @@ def append_samples(data: dict[str, Any], more: dict[str, Any]) -> None:
     for bench in data["benchmarks"]:
         if bench["fullname"] in extra:
             values = bench["stats"]["data"] + extra[bench["fullname"]]
-            bench["stats"].update(_summary(values), data=values, rounds=len(values))
+            bench["stats"].update(stats_block(values))
 
 
-def _summary(data: list[float]) -> dict[str, float]:
-    """The pytest-benchmark statistics that tools read, recomputed for pooled samples."""
+def stats_block(data: list[float]) -> dict[str, Any]:
+    """pytest-benchmark's ``stats`` of ``data`` as far as tools read it (min, max, mean, median,
+    stddev, rounds, data): for samples perfgate pooled or made."""
     import statistics
 
     return {
@@ -358,6 +359,8 @@ def _summary(data: list[float]) -> dict[str, float]:
         "mean": statistics.fmean(data),
         "median": statistics.median(data),
         "stddev": statistics.stdev(data) if len(data) > 1 else 0.0,
+        "rounds": len(data),
+        "data": data,
     }
 
 

@@ -115,15 +115,7 @@ def _document(store: Store, device_key: str, mode: str, picked: dict[str, list[R
                 "name": name.rpartition("::")[2] or name,
                 "fullname": name,
                 "group": rows[-1].group,
-                "stats": {
-                    "min": min(data),
-                    "max": max(data),
-                    "mean": statistics.fmean(data),
-                    "median": statistics.median(data),
-                    "stddev": statistics.stdev(data) if len(data) > 1 else 0.0,
-                    "rounds": len(data),
-                    "data": data,
-                },
+                "stats": bl.stats_block(data),
                 "extra_info": {
                     bl.RUNS_KEY: {
                         "runs": len(per_run),
