@@ -14,16 +14,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 
-from perfgate.refusal import Refusal
-
 ON = ("1", "true", "yes", "on")
 OFF = ("0", "false", "no", "off", "")
 # every on/off variable perfgate and the noxfile read; `python -m perfgate` checks them at start
 NAMES = ("PERFGATE_REQUIRE_GPU", "PERFGATE_TRACEBACK", "MXFP4_REQUIRE_NATIVE_REDUCER")
 
 
-class FlagError(Refusal, ValueError):
-    """An on/off variable with another value; the message is one line naming it."""
+class FlagError(ValueError):
+    """An on/off variable with another value; the message is one line naming it. Not a
+    perfgate.refusal.Refusal: the noxfile loads this file by path, so it imports nothing of
+    perfgate; ``python -m perfgate`` checks the variables before any command runs."""
 
 
 def flag(name: str, environ: Mapping[str, str] | None = None) -> bool:

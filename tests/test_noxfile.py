@@ -455,3 +455,19 @@ def test_mutate_runs_mutmut_then_scores_it(noxfile, tmp_path, posargs, score):
         ("mutmut", "run", *posargs),
         ("python", "-m", "tools.mutation_score", *score),
     ]
+
+
+def test_the_flags_module_loads_by_path_with_nothing_installed(tmp_path):
+    # the noxfile loads perfgate/flags.py by path under nox's own Python, where nothing of the
+    # suite is importable: the module must need the standard library alone (-I -S: no site,
+    # no PYTHONPATH, no current directory)
+    probe = (
+        "import importlib.util as u, sys\n"
+        f"s = u.spec_from_file_location('flags_by_path', {str(ROOT / 'perfgate' / 'flags.py')!r})\n"
+        "m = u.module_from_spec(s)\n"
+        "s.loader.exec_module(m)\n"
+        "print(m.flag('X', {'X': 'on'}))\n"
+    )
+    done = subprocess.run([sys.executable, "-I", "-S", "-c", probe], cwd=tmp_path,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0 and done.stdout == "True\n", done.stderr[-500:]

@@ -18,6 +18,8 @@ PERFGATE = Path(__file__).resolve().parents[2] / "perfgate"
 # Errors that are not unusable input, and why (a new error class must be put on one side).
 NOT_REFUSALS = {
     "CommandImportError": "a broken command module: the CLI cannot be built, before any command",
+    "FlagError": "perfgate/flags.py imports nothing of perfgate (the noxfile loads it by path); "
+    "main checks the variables, one line and exit 2, before any command runs",
     "ContainerError": "the container's setup failed: its own exit code (EXIT_SETUP)",
     "StepLimit": "bisect's step budget ran out: control flow, the answer says so",
     "GitHubError": "the issues API failed: the run's failure, not its input",
