@@ -137,7 +137,6 @@ def extra_for(module: str) -> str | None:
     """The extra of pyproject's ``[project.optional-dependencies]`` that installs ``module``, as
     the installed checkout's metadata lists it; None where it is not installed or lists none."""
     import importlib.metadata
-    import re
 
     try:
         requires = importlib.metadata.requires(DISTRIBUTION) or []

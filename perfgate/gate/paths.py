@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from perfgate.checkout import PYPROJECT, REPO
+from perfgate.checkout import PYPROJECT as PYPROJECT  # the gates find the checkout here too
+from perfgate.checkout import REPO
 from perfgate.modes import MODE_NAMES
 
-__all__ = ["PYPROJECT", "REPO"]  # where every gate finds the checkout (perfgate.checkout)
 SCHEMA = 1
 DEFAULT_RESULTS = Path(".perfgate/results")
 DEFAULT_BASELINES = REPO / "perf_baselines"

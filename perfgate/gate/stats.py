@@ -89,8 +89,9 @@ def compare_samples(
 ) -> Result:
     """The verdict on ``current`` against ``baseline`` (raw per-round times, any one unit).
 
-    ``drift``: the baseline's run-to-run drift of medians (a fraction, ``baseline.drifts``), which sets the
-    threshold instead of the within-run noise; ``looks``: how many looks the adaptive procedure may take, each at ``alpha / looks``.
+    ``drift``: the baseline's run-to-run drift of medians (a fraction, ``baseline.drifts``),
+    which sets the threshold instead of the within-run noise; ``looks``: how many looks the
+    adaptive procedure may take, each at ``alpha / looks``.
     """
     settings = Settings() if settings is None else settings
     if not isinstance(settings, Settings):

@@ -2,7 +2,7 @@
 
 - **Whole-call mode** (``--mode leaderboard``): a round is one ``custom_kernel(data)`` call (the
   case's ``Work.fn`` on one input set, rotating over the copies), timed by events around it after
-  the leaderboard flush (:meth:`perfgate.modes.Leaderboard.flush`: 2 GiB, longer than the
+  the leaderboard flush (:func:`perfgate.measure.flush.leaderboard_flush`: 2 GiB, longer than the
   host path), as the plugin's leaderboard mode times it. Every input set's output is checked once
   before any timing, and the last timed call's output after every block of rounds.
 - **Reused calibrations**: a prepare may name, per injected level, the sleep cycles an earlier
