@@ -153,3 +153,20 @@ def wrong_scale_rule(tmp_path: Path) -> Path:
     path = tmp_path / "wrong_scale_rule.py"
     path.write_text(text.replace(RIGHT_SCALE_RULE, WRONG_SCALE_RULE))
     return path
+
+
+@pytest.fixture
+def history_git() -> Callable[..., Any]:
+    """``git -C <this checkout> ARGS`` (its CompletedProcess, output as text) for a test that
+    needs the checkout's whole history; the test skips, saying why, where it is shallow or
+    absent (an exported or copied tree)."""
+    import subprocess
+
+    from perfgate.checkout import REPO
+
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True)
+
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() != "false":
+        pytest.skip("needs the whole git history (this checkout has none or a shallow one)")
+    return git

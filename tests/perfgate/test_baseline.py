@@ -487,15 +487,8 @@ def test_a_committed_baseline_was_recorded_from_a_clean_commit(rel):
 
 
 @pytest.mark.parametrize("rel", TIMED)
-def test_a_committed_baseline_names_a_commit_of_this_history(rel):
-    import subprocess
-
-    def git(*args):
-        return subprocess.run(["git", "-C", REPO, *args], capture_output=True, text=True)
-
-    if git("rev-parse", "--is-shallow-repository").stdout.strip() != "false":
-        pytest.skip("needs the whole git history (this checkout has none or a shallow one)")
+def test_a_committed_baseline_names_a_commit_of_this_history(rel, history_git):
     commit = _fingerprint(rel)["git_commit"]
-    assert git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0, (
+    assert history_git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0, (
         f"{rel}: {commit} is not an ancestor of HEAD"
     )

@@ -310,17 +310,8 @@ def test_an_unusable_samples_file_is_one_line_exit_2(tmp_path, capsys, make, mes
     assert not (out / "summary.md").exists()  # and no report of 0/0
 
 
-def test_the_round_level_design_is_named_by_a_commit_of_this_history():
-    import subprocess
-
-    from perfgate.gate.paths import REPO
-
-    shallow = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--is-shallow-repository"],
-                             capture_output=True, text=True).stdout.strip()  # fmt: skip
-    if shallow != "false":
-        pytest.skip("needs the whole git history (this checkout has none or a shallow one)")
-    done = subprocess.run(["git", "-C", str(REPO), "cat-file", "-e",
-                           f"{pe.ROUND_DESIGN_LAST}:perfgate/experiment.py"])  # fmt: skip
+def test_the_round_level_design_is_named_by_a_commit_of_this_history(history_git):
+    done = history_git("cat-file", "-e", f"{pe.ROUND_DESIGN_LAST}:perfgate/experiment.py")
     assert done.returncode == 0, f"{pe.ROUND_DESIGN_LAST} holds no round-level experiment"
 
 
