@@ -72,13 +72,65 @@ def interpret_mode() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
 
 
+# The first triton whose interpreter runs the kernels: tl.dot_scaled on CPU tensors (under 3.6
+# every kernel call fails there with "only 0-dimensional arrays can be converted to Python
+# scalars"). Compiled kernels need no such version: the supported range is 3.5 to 3.9.
+INTERPRETER_MIN_TRITON = (3, 8)
+# The distributions that install the `triton` module: upstream's, and the ROCm and CUDA builds
+# that torch's own wheels depend on.
+_TRITON_DISTRIBUTIONS = ("triton", "pytorch-triton-rocm", "pytorch-triton", "triton-rocm")
+
+
+def triton_version() -> str:
+    """The installed triton's version, read from its metadata: importing triton here would fix
+    its mode before TRITON_INTERPRET is decided."""
+    from importlib import metadata
+
+    for name in _TRITON_DISTRIBUTIONS:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    import triton
+
+    return triton.__version__
+
+
+def _release(version: str) -> tuple[int, ...]:
+    parts = []
+    for piece in version.split("+")[0].split(".")[:2]:
+        digits = "".join(c for c in piece if c.isdigit())
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts)
+
+
+def interpreter_problem() -> str | None:
+    """Why this machine's Triton interpreter cannot run the kernels, or None when it can."""
+    version = triton_version()
+    if _release(version) >= INTERPRETER_MIN_TRITON:
+        return None
+    need = ".".join(map(str, INTERPRETER_MIN_TRITON))
+    return (
+        f"triton {version}'s interpreter cannot run the kernels (tl.dot_scaled on the CPU needs "
+        f"triton >= {need}); run on a GPU, or install triton>={need}"
+    )
+
+
+# Read once: the check below is on the launcher's path, whose Python calls the host census counts.
+INTERPRETER_PROBLEM = interpreter_problem()
+
+
 def check_kernel_device(t: torch.Tensor, name: str) -> None:
-    """Triton kernels take GPU tensors; CPU tensors only when they run in the interpreter."""
-    if t.device.type != "cuda" and not interpret_mode():
-        raise ValueError(
-            f"{name} is on {t.device}; Triton kernels need GPU tensors, or TRITON_INTERPRET=1 set "
-            "before triton is imported to run them on the CPU in the interpreter"
-        )
+    """Triton kernels take GPU tensors; CPU tensors only when they run in the interpreter, and
+    only in an interpreter that can run them (:data:`INTERPRETER_PROBLEM`)."""
+    if t.device.type != "cuda":
+        if not interpret_mode():
+            raise ValueError(
+                f"{name} is on {t.device}; Triton kernels need GPU tensors, or TRITON_INTERPRET=1 "
+                "set before triton is imported to run them on the CPU in the interpreter"
+            )
+        if INTERPRETER_PROBLEM is not None:
+            raise RuntimeError(INTERPRETER_PROBLEM)
 
 
 def is_hip() -> bool:

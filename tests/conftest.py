@@ -92,6 +92,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    # A process a test starts is no xdist worker: with the worker's variables a child pytest
+    # would pin itself a GPU as worker N, and pytest-benchmark would put its xdist warning first
+    # in the output a test compares line for line. Read at start-up (pin_xdist_worker above,
+    # pytest-benchmark's configure), they are needed no more.
+    for name in [n for n in os.environ if n.startswith("PYTEST_XDIST_")]:
+        del os.environ[name]
     if flags.flag("PERFGATE_REQUIRE_GPU") and not GPU:
         raise pytest.UsageError(
             "PERFGATE_REQUIRE_GPU is set but torch sees no GPU "

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import sys
 
+from perfgate.refusal import Refusal
+
 
 def gpu_available() -> bool:
     import torch
@@ -31,6 +33,22 @@ def no_gpu(command: str) -> int:
         return 2
     print(f"perfgate {command}: no GPU on this machine ({why}); ran no benchmarks.")
     return 0
+
+
+class InterpreterRefusal(Refusal):
+    """No GPU, and this triton's interpreter cannot run the kernels a command would run on it."""
+
+
+def require_runnable_interpreter() -> None:
+    """Before a command runs the suite's kernels on a CPU (no GPU here): InterpreterRefusal,
+    one line, when this triton's interpreter cannot run them (kernels.device)."""
+    if gpu_available():
+        return
+    from kernels.device import interpreter_problem
+
+    problem = interpreter_problem()
+    if problem is not None:
+        raise InterpreterRefusal(f"no GPU on this machine, and {problem}")
 
 
 def error(command: str, exc: BaseException | str) -> int:

@@ -51,6 +51,7 @@ def _run(args: argparse.Namespace) -> int:
     check_outputs({"--json": args.json_out}, {"--check": args.check})
     if "triton" not in sys.modules and not base.gpu_available():
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton loads: the CPU counts
+    base.require_runnable_interpreter()
     if args.update and (args.gate or args.check is not None):
         print("perfgate host: error: --update records a baseline; it cannot also compare with one "
               "(drop --gate/--check)", file=sys.stderr)  # fmt: skip

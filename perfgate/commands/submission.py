@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 
 from perfgate.checkout import REPO
+from perfgate.commands import base
 
 CONTRACT_TESTS = "tests/submission"
 PYTEST_OK, PYTEST_FAILED, PYTEST_NO_TESTS = 0, 1, 5
@@ -140,6 +141,10 @@ def _test(args: argparse.Namespace) -> int:
         path = load.check_path(args.file)
         load.probe(path)
     except load.SubmissionError as exc:
+        return _error("test", exc)
+    try:  # where there is no GPU the contract tests run the kernels in the interpreter
+        base.require_runnable_interpreter()
+    except base.InterpreterRefusal as exc:
         return _error("test", exc)
     strict, extra = split_args(list(args.pytest_args or []))
     strict = strict or args.strict

@@ -148,15 +148,17 @@ def test_the_tests_file_is_in_the_harnesses_format():
 
 # Writes eval.py's POPCORN lines for leaderboard mode, from the tests file it is given; before
 # that it checks the staging: argv, the submission and the stand-in reference importable beside
-# it (whose check runs the suite's reference on a CPU input through this fake utils).
+# it (whose check runs the suite's reference, through this fake utils, on an input made where
+# the real eval.py makes it: on the GPU, or on the CPU for the interpreter).
 FAKE_EVAL = """
 import os, sys
+import torch
 from reference import check_implementation
 from submission import custom_kernel
 from kernels.reference import generate_input
 
 assert sys.argv[1:] == ["leaderboard", "tests.txt"], sys.argv
-data = generate_input(4, 64, 128, 1)
+data = generate_input(4, 64, 128, 1, "cuda" if torch.cuda.is_available() else "cpu")
 good, message = check_implementation(data, custom_kernel(data))
 out = os.fdopen(int(os.environ["POPCORN_FD"]), "w")
 specs = open(sys.argv[2]).read().splitlines()

@@ -198,10 +198,10 @@ def test_a_submission_side_speaks_the_protocol_and_goes_away(tmp_path):
             side.ask({"op": "prepare", "cases": [case]})
         message = str(info.value)
         assert message.startswith(f"head: prepare {case['name']}: ") and "\n" not in message
-        # no GPU: the worker refuses the device; on a GPU the fake file's answer (no tensor)
-        # fails the output check; either way the side and the case are named in one line
+        # no GPU: the worker refuses the device; on a GPU the fake file's answer (its input, a
+        # tuple) fails the output check; either way the side and the case are named in one line
         if torch.cuda.is_available():
-            assert message.endswith("AttributeError: 'dict' object has no attribute 'shape'")
+            assert message.endswith("AttributeError: 'tuple' object has no attribute 'shape'")
         else:
             assert message == (
                 f"head: prepare {case['name']}: ValueError: last_level_cache_bytes must be > 0, "

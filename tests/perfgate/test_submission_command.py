@@ -22,6 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from kernels.device import INTERPRETER_PROBLEM
+from perfgate.__main__ import main
+from perfgate.commands import base
 from perfgate.commands import submission as command
 from perfgate.submission import export
 
@@ -48,6 +51,14 @@ LEADERBOARD_M4 = "benchmark-m4-n2880-k512"  # the cheapest leaderboard check in 
 # a file is the GPU job's own step, `perfgate submission test` of the export on its device.
 CPU_ONLY = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}
 GPU_JOB_FLAGS = ("PERFGATE_REQUIRE_GPU", "MXFP4_REQUIRE_NATIVE_REDUCER")
+# A test whose command reaches the contract tests runs the kernels in this machine's
+# interpreter; where that interpreter cannot (triton < 3.8: the H200's 3.6, the ROCm image's),
+# the command refuses in one line (test_an_interpreter_that_cannot_run_the_kernels_is_refused)
+# and these need a machine whose interpreter can: the CPU job's.
+INTERPRETER = pytest.mark.skipif(
+    INTERPRETER_PROBLEM is not None,
+    reason=f"pinned to the CPU, where {INTERPRETER_PROBLEM} (the CPU job runs it)",
+)
 
 
 def _perfgate(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
@@ -70,6 +81,7 @@ def _tail(done: subprocess.CompletedProcess) -> str:
     return done.stdout[-3000:] + done.stderr[-2000:]
 
 
+@INTERPRETER
 def test_the_exported_file_passes_both_tiers(exported):
     done = _perfgate("submission", "test", str(exported), "-q", "-W", "ignore::RuntimeWarning")
     assert done.returncode == 0, _tail(done)
@@ -112,6 +124,7 @@ def _departure_rows(stdout: str) -> dict[str, tuple[str, ...]]:
     return out
 
 
+@INTERPRETER
 def test_an_independent_file_passes_the_leaderboard_and_lists_its_departures():
     done = _perfgate("submission", "test", str(THIRD_PARTY), "-q")
     assert done.returncode == 0, _tail(done)
@@ -121,6 +134,7 @@ def test_an_independent_file_passes_the_leaderboard_and_lists_its_departures():
     assert done.stderr == ""
 
 
+@INTERPRETER
 def test_strict_makes_a_departure_fail(tmp_path):
     # the third-party file's first departure only, and the cheapest leaderboard check
     args = ["-q", "-k", f"{LEADERBOARD_M4} or inf_classes and +inf"]
@@ -135,6 +149,7 @@ def test_strict_makes_a_departure_fail(tmp_path):
     ]
 
 
+@INTERPRETER
 def test_a_file_with_a_wrong_scale_rule_fails_the_leaderboard_tier_naming_the_check(
     wrong_scale_rule,
 ):
@@ -155,6 +170,7 @@ def test_a_file_with_a_wrong_scale_rule_fails_the_leaderboard_tier_naming_the_ch
     assert " elements mismatched; first (0, " in line
 
 
+@INTERPRETER
 def test_a_one_bit_plant_is_a_strict_departure_only(tmp_path):
     planted = tmp_path / "planted.py"
     planted.write_text(PLANTED)
@@ -191,6 +207,7 @@ def test_an_unusable_file_is_exit_2_with_one_line(tmp_path):
     )
 
 
+@INTERPRETER
 def test_a_selection_without_a_leaderboard_check_is_no_verdict():
     done = _perfgate("submission", "test", str(THIRD_PARTY), "-q", "-k", "inputs_are_never")
     assert done.returncode == 2, _tail(done)
@@ -206,6 +223,7 @@ def test_a_selection_without_a_leaderboard_check_is_no_verdict():
     )
 
 
+@INTERPRETER
 @pytest.mark.parametrize(
     ("body", "how"),
     [("import os\n    os._exit(0)", "exited 0"), ("import ctypes\n    ctypes.string_at(0)", "killed by SIGSEGV")],
@@ -287,6 +305,7 @@ def test_export_renders_what_the_command_wrote(exported):
     assert exported.read_text() == export.render().text
 
 
+@INTERPRETER
 def test_a_killed_submission_test_takes_its_pytest_child_with_it(tmp_path):
     # the file's custom_kernel runs in the pytest child: it writes that process's pid and waits
     import os
@@ -325,3 +344,22 @@ def test_a_killed_submission_test_takes_its_pytest_child_with_it(tmp_path):
     finally:
         if parent.poll() is None:
             parent.kill()
+
+
+def test_an_interpreter_that_cannot_run_the_kernels_is_refused(monkeypatch, capsys):
+    # what `submission test` says on a machine without a GPU whose triton's interpreter cannot
+    # run the kernels (any machine: the GPU and the interpreter's verdict are planted)
+    import kernels.device
+
+    monkeypatch.setattr(base, "gpu_available", lambda: False)
+    monkeypatch.setattr(kernels.device, "triton_version", lambda: "3.6.0")
+    assert main(["submission", "test", str(THIRD_PARTY)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "perfgate submission test: error: no GPU on this machine, and triton 3.6.0's interpreter "
+        "cannot run the kernels (tl.dot_scaled on the CPU needs triton >= 3.8); run on a GPU, or "
+        "install triton>=3.8\n"
+    )
+    monkeypatch.setattr(kernels.device, "triton_version", lambda: "3.8.0+git1234")
+    assert kernels.device.interpreter_problem() is None
