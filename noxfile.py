@@ -293,9 +293,12 @@ def isa(session: nox.Session) -> None:
         env.run(session, "python", "-m", "perfgate", "isa", "--target", target, *check, *rest)
 
 
-def _take_option(session: nox.Session, name: str) -> tuple[str | None, list[str]]:
-    """``name VALUE`` (or ``name=VALUE``) taken out of the posargs: (VALUE or None, the rest)."""
-    args, rest, value = list(session.posargs), [], None
+def _take_option(
+    session: nox.Session, name: str, args: list[str] | None = None
+) -> tuple[str | None, list[str]]:
+    """``name VALUE`` (or ``name=VALUE``) taken out of ``args`` (the posargs by default):
+    (VALUE or None, the rest)."""
+    args, rest, value = list(session.posargs if args is None else args), [], None
     while args:
         arg = args.pop(0)
         if arg == name:
@@ -309,8 +312,8 @@ def _take_option(session: nox.Session, name: str) -> tuple[str | None, list[str]
     return value, rest
 
 
-def _check_revision(session: nox.Session, rev: str) -> None:
-    """Before anything is installed or skipped: ``--base`` must name a commit of this repository."""
+def _check_revision(session: nox.Session, rev: str, option: str = "--base") -> None:
+    """Before anything is installed or skipped: ``option`` must name a commit of this repository."""
     try:
         found = subprocess.run(
             ["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
@@ -318,9 +321,9 @@ def _check_revision(session: nox.Session, rev: str) -> None:
             check=False,
         )
     except FileNotFoundError:
-        _refuse(session, "--base needs git on PATH (the base is checked out as a git worktree)")
+        _refuse(session, f"{option} needs git on PATH (the revision is read from this repository)")
     if found.returncode != 0:
-        _refuse(session, f"--base {rev!r} is not a commit of this repository (git rev-parse)")
+        _refuse(session, f"{option} {rev!r} is not a commit of this repository (git rev-parse)")
 
 
 def _skip_without_gpu(session: nox.Session, name: str) -> None:
@@ -380,22 +383,63 @@ def _gpu_target(session: nox.Session, env: SharedEnv) -> str:
 GPU_JOB_ENV = {"PERFGATE_REQUIRE_GPU": "1", "MXFP4_REQUIRE_NATIVE_REDUCER": "1"}
 
 
+def _workers(session: nox.Session, env: SharedEnv, asked: str | None) -> list[str]:
+    """pytest-xdist's ``-n``: as asked, else a worker per GPU where there are several (each
+    pinned to its own), else one per core on the one GPU."""
+    if asked is None:
+        query = (
+            "from perfgate.measure.pinning import amd_gpu_count, nvidia_gpu_count; "
+            "print(amd_gpu_count() or nvidia_gpu_count())"
+        )
+        gpus = int(str(env.run(session, "python", "-c", query, silent=True)).split()[-1])
+        asked = str(gpus if gpus > 1 else os.cpu_count() or 1)
+    return ["-n", asked]
+
+
+def _headline(path: Path) -> str:
+    """A written report's verdict line (its summary), or why there is none."""
+    try:
+        return json.loads(path.read_text())["summary"]["headline"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"no verdict ({path} not written)"
+
+
+RESULTS = Path(".perfgate/results")
+
+
 @nox.session(venv_params=EMPTY_VENV)
 def gpu(session: nox.Session) -> None:
-    """The GPU job: reducer build, every test, the exported submission tested and timed, host
-    count gate, then ``ab --base REV`` or ``bench``.
+    """The GPU job: reducer build, the GPU job's tests (tests/gpu_job.py), the exported
+    submission tested and timed, host count gate, the stored baselines' verdict and, with
+    ``--base``, the A/B's.
 
-    ``nox -s gpu -- [--base REV] [pytest args]``: with ``--base`` the benchmark gate is the
-    same-job A/B against REV (pull requests), without it the stored baselines (pushes). No GPU:
-    a message and exit 0, unless PERFGATE_REQUIRE_GPU is set (then an error)."""
-    base, pytest_args = _take_option(session, "--base")
-    if base is not None:
-        _check_revision(session, base)
+    ``nox -s gpu -- [--base REV | --changed-since REV] [pytest args]``. Without ``--base`` (a
+    push) the stored baselines decide. With ``--base`` (a pull request) the same-job A/B against
+    REV decides, and the stored baselines' verdict is printed beside it: whether main itself has
+    drifted. ``--changed-since REV`` is the inner loop's smoke: the reducer build and the GPU
+    tests of the files changed since REV, no gate. No GPU: a message and exit 0, unless
+    PERFGATE_REQUIRE_GPU is set (then an error)."""
+    base, rest = _take_option(session, "--base")
+    changed, pytest_args = _take_option(session, "--changed-since", rest)
+    if base is not None and changed is not None:
+        _refuse(
+            session,
+            "--base (the pull-request job) and --changed-since (the smoke) exclude each other",
+        )
+    for rev, option in ((base, "--base"), (changed, "--changed-since")):
+        if rev is not None:
+            _check_revision(session, rev, option)
     _skip_without_gpu(session, "gpu")
     env = shared_env(session, "test", "perf")
     required = {"env": GPU_JOB_ENV}
     env.run(session, "python", "-m", "kernels.reducer.build", **required)
-    env.run(session, "pytest", "-m", "not bench", *pytest_args, **required)
+    asked, pytest_args = _take_option(session, "-n", pytest_args)
+    workers = _workers(session, env, asked)
+    selection = ["--gpu-job", *(["--changed-since", changed] if changed else [])]
+    env.run(session, "pytest", "-m", "not bench", *selection, *workers, *pytest_args, **required)
+    if changed is not None:
+        session.log(f"smoke against {changed}: the GPU tests of the change passed; no gate ran")
+        return
     # What a user submits is what was gated: the one-file export for this GPU, tested as a file
     # (it lands in .perfgate/results/, which the workflow uploads). --strict: the export is the
     # package, so both tiers decide (the leaderboard's checks and the suite's exact semantics).
@@ -403,7 +447,7 @@ def gpu(session: nox.Session) -> None:
     exported = f".perfgate/results/submission-{target}.py"
     submission = ["python", "-m", "perfgate", "submission"]
     env.run(session, *submission, "export", "--out", exported, "--target", target)
-    env.run(session, *submission, "test", exported, "--strict", **required)
+    env.run(session, *submission, "test", exported, "--strict", *workers, **required)
     # ... and timed: leaderboard mode on the ranked shapes (the reducer group has no meaning for
     # a file; bench runs the leaderboard tier first and never times a file it rejects), gated
     # against perf_baselines/<device>/leaderboard-submission.json once one is recorded
@@ -411,8 +455,22 @@ def gpu(session: nox.Session) -> None:
     timed = ["bench", "--submission", exported, "--mode", "leaderboard", "--allow-missing-baseline"]
     env.run(session, "python", "-m", "perfgate", *timed, **required)
     env.run(session, "python", "-m", "perfgate", "host", "--gate", **required)
-    gate = ["ab", "--base", base] if base is not None else ["bench"]
-    env.run(session, "python", "-m", "perfgate", *gate, **required)
+    # The stored baselines: the push's gate; in a pull request, whether main itself has drifted
+    # (every pull request comparing slow with slow is how a regression reaches main unseen).
+    stored = {} if base is None else {"success_codes": [0, 1]}
+    env.run(session, "python", "-m", "perfgate", "bench", **stored, **required)
+    verdicts = [f"stored baselines: {_headline(RESULTS / 'device.compare.json')}"]
+    if base is not None:
+        session.log(
+            f"stored baselines: {verdicts[0].partition(': ')[2]} (beside the A/B, which decides)"
+        )
+        try:
+            env.run(session, "python", "-m", "perfgate", "ab", "--base", base, **required)
+        finally:
+            verdicts.insert(0, f"A/B against {base} (decides): {_headline(RESULTS / 'ab.json')}")
+            session.log("verdicts: " + "; ".join(verdicts))
+    else:
+        session.log("verdicts: " + verdicts[0] + " (decides)")
 
 
 @nox.session(venv_params=EMPTY_VENV)

@@ -25,7 +25,7 @@ from perfgate.measure.pinning import pin_xdist_worker
 # root: declared here, where pytest reads it before parsing options. A tests/perf/conftest.py
 # that imported it would register options after parsing when the whole tree is collected.
 # `python -m perfgate bench` also passes `-p perfgate.plugin`; pytest registers it once.
-pytest_plugins = ("perfgate.plugin", "perfgate.submission.pytest_plugin")
+pytest_plugins = ("perfgate.plugin", "perfgate.submission.pytest_plugin", "tests.gpu_job")
 
 # one GPU per pytest-xdist worker; must precede every torch.cuda call in this process
 pin_xdist_worker()

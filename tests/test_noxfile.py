@@ -40,8 +40,9 @@ class FakeSession:
     """Records every command; answers the triton version query with ``triton``."""
 
     def __init__(self, envdir: Path, name: str, *posargs: str, in_place=False, triton="3.9.0",
-                 exits=None):  # fmt: skip
+                 exits=None, gpus=1):  # fmt: skip
         self.name = name
+        self.gpus = gpus
         self.exits = exits or {}  # the exit code of each command that starts with the key
         self.posargs = list(posargs)
         self.venv_backend = "none" if in_place else "venv"
@@ -61,6 +62,8 @@ class FakeSession:
             return "gfx950 sm90\n"
         if "device_info().arch" in " ".join(args):
             return "sm90\n"
+        if "nvidia_gpu_count()" in " ".join(args):
+            return f"{self.gpus}\n"
         return True
 
     def install(self, *args, **kwargs):
@@ -219,67 +222,103 @@ def test_ab_without_base_is_refused(noxfile, tmp_path, capsys):
         noxfile.ab(FakeSession(tmp_path, "ab"))
 
 
-@pytest.mark.parametrize(
-    "posargs, gate",
-    [
-        (("-n", "8"), ("perfgate", "bench")),  # a push: the stored baselines
-        (("--base", "HEAD", "-n", "8"), ("perfgate", "ab", "--base", "HEAD")),  # a pull request
-        (("--base=HEAD", "-n", "8"), ("perfgate", "ab", "--base", "HEAD")),
-    ],
-)
-def test_gpu_is_the_whole_job_in_order(noxfile, tmp_path, monkeypatch, posargs, gate):
+EXPORTED = ".perfgate/results/submission-sm90.py"
+REQUIRED = {"PERFGATE_REQUIRE_GPU": "1", "MXFP4_REQUIRE_NATIVE_REDUCER": "1"}
+
+
+def _gpu_job(noxfile, tmp_path, monkeypatch, *posargs, gpus=1, exits=None):
+    """The gpu session on a stand-in GPU box: its commands (pip installs left out), each with
+    the environment and success codes it was given."""
     monkeypatch.setattr(noxfile, "_has_gpu", lambda: True)
-    envs = []
-    session = FakeSession(tmp_path, "gpu", *posargs, in_place=True)
+    calls = []
+    session = FakeSession(tmp_path, "gpu", *posargs, in_place=True, gpus=gpus, exits=exits)
     original = session.run
 
     def run(*args, **kwargs):
-        envs.append(kwargs.get("env"))
+        if args[:4] != ("python", "-m", "pip", "install"):
+            calls.append((tuple(args), kwargs.get("env"), kwargs.get("success_codes")))
         return original(*args, **kwargs)
 
     session.run = run
     noxfile.gpu(session)
-    commands = [r for r in session.runs if r[:4] != ("python", "-m", "pip", "install")]
-    assert commands == [
+    return calls
+
+
+def _job_steps(workers: tuple[str, ...], pytest_args: tuple[str, ...] = ()) -> list[tuple]:
+    return [
         ("python", "-m", "kernels.reducer.build"),
-        ("pytest", "-m", "not bench", "-n", "8"),  # the whole test session, --base taken out
+        ("pytest", "-m", "not bench", "--gpu-job", *workers, *pytest_args),  # tests/gpu_job.py
         ("python", "-c", "from kernels.device import device_info; print(device_info().arch)"),
-        (
-            "python",
-            "-m",
-            "perfgate",
-            "submission",
-            "export",
-            "--out",
-            ".perfgate/results/submission-sm90.py",
-            "--target",
-            "sm90",
-        ),
-        (
-            "python",
-            "-m",
-            "perfgate",
-            "submission",
-            "test",
-            ".perfgate/results/submission-sm90.py",
-            "--strict",  # the export is the package: both tiers decide
-        ),
-        (
-            "python",
-            "-m",
-            "perfgate",
-            "bench",
-            "--submission",
-            ".perfgate/results/submission-sm90.py",
-            "--mode",
-            "leaderboard",
-            "--allow-missing-baseline",
-        ),
+        ("python", "-m", "perfgate", "submission", "export", "--out", EXPORTED, "--target", "sm90"),
+        # the export is the package: both tiers decide
+        ("python", "-m", "perfgate", "submission", "test", EXPORTED, "--strict", *workers),
+        ("python", "-m", "perfgate", "bench", "--submission", EXPORTED, "--mode", "leaderboard",
+         "--allow-missing-baseline"),
         ("python", "-m", "perfgate", "host", "--gate"),
-        ("python", "-m", *gate),
+        ("python", "-m", "perfgate", "bench"),  # the stored baselines
+    ]  # fmt: skip
+
+
+def test_the_push_job_is_gated_by_the_stored_baselines(noxfile, tmp_path, monkeypatch):
+    calls = _gpu_job(noxfile, tmp_path, monkeypatch, "-n", "8", "-q")
+    assert [c[0] for c in calls] == _job_steps(("-n", "8"), ("-q",))
+    # every step that runs the code under test demands the GPU and the native reducer (the
+    # export only writes a file)
+    envs = [c[1] for c in calls if c[0][:2] != ("python", "-c")]
+    assert envs == [REQUIRED, REQUIRED, None, *[REQUIRED] * 4]
+    assert calls[-1][2] is None  # the stored verdict decides: exit 1 fails the job
+
+
+@pytest.mark.parametrize("base", [("--base", "HEAD"), ("--base=HEAD",)])
+def test_the_pull_request_job_gives_both_verdicts_and_the_ab_decides(
+    noxfile, tmp_path, monkeypatch, base
+):
+    calls = _gpu_job(noxfile, tmp_path, monkeypatch, *base, "-n", "8")
+    ab = ("python", "-m", "perfgate", "ab", "--base", "HEAD")
+    assert [c[0] for c in calls] == [*_job_steps(("-n", "8")), ab]
+    assert calls[-2][2] == [0, 1]  # the stored baselines: printed beside, never deciding
+    assert calls[-1][1] == REQUIRED and calls[-1][2] is None
+
+
+def test_a_regression_in_the_ab_fails_the_pull_request_job(noxfile, tmp_path, monkeypatch):
+    with pytest.raises(CommandFailed):
+        _gpu_job(noxfile, tmp_path, monkeypatch, "--base", "HEAD",
+                 exits={"python -m perfgate ab": 1})  # fmt: skip
+
+
+@pytest.mark.parametrize(("gpus", "workers"), [(1, str(os.cpu_count())), (4, "4")])
+def test_the_job_uses_the_machines_cores_or_a_worker_per_gpu(
+    noxfile, tmp_path, monkeypatch, gpus, workers
+):
+    calls = _gpu_job(noxfile, tmp_path, monkeypatch, gpus=gpus)
+    pytest_step = next(c[0] for c in calls if c[0][0] == "pytest")
+    assert pytest_step == ("pytest", "-m", "not bench", "--gpu-job", "-n", workers)
+
+
+def test_the_smoke_runs_the_changes_gpu_tests_and_no_gate(noxfile, tmp_path, monkeypatch):
+    calls = _gpu_job(noxfile, tmp_path, monkeypatch, "--changed-since", "HEAD", "-n", "2")
+    assert [c[0] for c in calls] == [
+        ("python", "-m", "kernels.reducer.build"),
+        ("pytest", "-m", "not bench", "--gpu-job", "--changed-since", "HEAD", "-n", "2"),
     ]
-    required = {"PERFGATE_REQUIRE_GPU": "1", "MXFP4_REQUIRE_NATIVE_REDUCER": "1"}
-    assert [envs[i] for i in (-8, -7, -4, -3, -2, -1)] == [required] * 6
+
+
+@pytest.mark.parametrize(
+    ("posargs", "message"),
+    [
+        (("--changed-since", "no-such-revision-xyz"),
+         r"--changed-since 'no-such-revision-xyz' is not a commit"),
+        (("--base", "HEAD", "--changed-since", "HEAD"), r"--base .* and --changed-since .* exclude"),
+    ],
+)  # fmt: skip
+def test_a_bad_smoke_is_refused_before_anything_runs(
+    noxfile, tmp_path, monkeypatch, capsys, posargs, message
+):
+    monkeypatch.setattr(noxfile, "_has_gpu", lambda: True)
+    session = FakeSession(tmp_path, "gpu", *posargs)
+    with exits_2(capsys, message):
+        noxfile.gpu(session)
+    assert session.runs == []
 
 
 def test_isa_with_a_target_checks_that_target_alone(noxfile, tmp_path):
