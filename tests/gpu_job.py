@@ -57,6 +57,7 @@ GPU_JOB: dict[str, str] = {
     "tests/perfgate/test_submission_tiers.py": "the leaderboard tier's seeds on a GPU",
     "tests/perfgate/test_submission_export.py": "the exported file's bits on this GPU",
     "tests/perfgate/test_leaderboard_drift.py": "the drift tool's answer where a GPU is",
+    "tests/test_gpu_job.py": "this guard seeing a compiled launch",
 }
 # Run by another step of the GPU job, never by its pytest step (the reason is the step).
 OTHER_STEP: dict[str, str] = {
@@ -75,7 +76,9 @@ def covered(path: str) -> bool:
 
 
 def _relative(item: pytest.Item) -> str:
-    return Path(str(item.path)).resolve().relative_to(REPO).as_posix()
+    """The test's file relative to the checkout (a file outside it: its whole path)."""
+    path = Path(str(item.path)).resolve()
+    return path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.as_posix()
 
 
 # -- what touches the device ----------------------------------------------------------------------
