@@ -233,13 +233,25 @@ def _no_gpu_message(command: str) -> str:
     )
 
 
+def _xdist_chosen(args: list[str]) -> bool:
+    """The pytest arguments already say how to spread the tests (``-n``, ``--dist``, or xdist
+    switched off with ``-p no:xdist``)."""
+    joined = " ".join(args)
+    return "no:xdist" in joined or any(
+        a.startswith(("-n", "--numprocesses", "--dist")) for a in args
+    )
+
+
 @nox.session(venv_params=EMPTY_VENV)
 def test(session: nox.Session) -> None:
-    """Correctness tests (everything but benchmarks). On a CPU, Triton runs in its interpreter."""
+    """Correctness tests (everything but benchmarks), over every core (``-n auto`` unless the
+    arguments say otherwise; ``-- -n 0`` runs in one process). On a CPU, Triton runs in its
+    interpreter."""
     # In place (--no-venv: the ROCm image, a GPU box), only the test and perf extras: the Docker
     # SDK and ziglang tests skip with their reason where those are not installed.
     env = shared_env(session, "test", "perf")
-    env.run(session, "pytest", "-m", "not bench", *session.posargs)
+    spread = [] if _xdist_chosen(session.posargs) else ["-n", "auto"]
+    env.run(session, "pytest", "-m", "not bench", *spread, *session.posargs)
 
 
 @nox.session

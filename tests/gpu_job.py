@@ -54,7 +54,6 @@ GPU_JOB: dict[str, str] = {
     "tests/perfgate/test_submission_bench.py": "a submission timed on the device",
     "tests/perfgate/test_submission_runtime.py": "a submission's calls on the device",
     "tests/perfgate/test_submission_ab.py": "the submission A/B worker on the device",
-    "tests/perfgate/test_submission_tiers.py": "the leaderboard tier's seeds on a GPU",
     "tests/perfgate/test_submission_export.py": "the exported file's bits on this GPU",
     "tests/perfgate/test_leaderboard_drift.py": "the drift tool's answer where a GPU is",
     "tests/test_gpu_job.py": "this guard seeing a compiled launch",
@@ -180,6 +179,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="keep only the tests of the files changed since REV, committed or not: changed "
         "test files, and tests importing a changed module (the GPU smoke)",
     )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under --gpu-job a test file outside the job is not even imported: each xdist worker
+    collects only the job's files."""
+    if not config.getoption("--gpu-job") or collection_path.is_dir():
+        return None
+    if not (collection_path.name.startswith("test_") and collection_path.suffix == ".py"):
+        return None
+    path = collection_path.resolve()
+    relative = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else str(path)
+    return None if in_gpu_job(relative) else True
 
 
 def pytest_configure(config: pytest.Config) -> None:

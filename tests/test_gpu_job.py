@@ -144,3 +144,15 @@ def test_changed_files_are_read_from_git(tmp_path):
         untracked.unlink()
     with pytest.raises(pytest.UsageError, match=r"^--changed-since 'no-such-rev-h38': "):
         gpu_job.changed_files("no-such-rev-h38")
+
+
+def test_the_gpu_job_collects_exactly_its_files():
+    env = {k: v for k, v in os.environ.items() if k != "PERFGATE_REQUIRE_GPU"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--gpu-job", "--collect-only", "-q", "-m", "not bench",
+         "-p", "no:cacheprovider", "tests"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    files = {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
+    assert files == {e for e in gpu_job.GPU_JOB if not e.endswith("/")}

@@ -138,7 +138,7 @@ def test_torch_sessions_share_one_env_filled_once(noxfile, tmp_path):
     shared = tmp_path / "shared-cpu"
     assert first.runs[0][-1] == str(shared)  # python -m venv <shared>
     assert _pip_installs(first)[0][-2:] == (noxfile.CPU_TORCH, noxfile.ISA_TRITON)
-    assert first.runs[-1] == (str(shared / "bin" / "pytest"), "-m", "not bench")
+    assert first.runs[-1] == (str(shared / "bin" / "pytest"), "-m", "not bench", "-n", "auto")
     for name, call in [("isa", noxfile.isa), ("build", noxfile.build)]:
         later = FakeSession(tmp_path, name)
         call(later)
@@ -183,8 +183,18 @@ def test_no_venv_installs_only_the_suite_in_place(noxfile, tmp_path):
         "python", "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-e", ".",
     )  # fmt: skip
     assert not any("torch" in " ".join(r) or "venv" in r for r in session.runs)
-    assert session.runs[-1] == ("pytest", "-m", "not bench", "-x")  # the README's command
+    # the README's command, over every core
+    assert session.runs[-1] == ("pytest", "-m", "not bench", "-n", "auto", "-x")
     assert not (tmp_path / "shared-cpu").exists()
+
+
+@pytest.mark.parametrize(
+    "posargs", [("-n", "0"), ("-n4",), ("--numprocesses=3",), ("-p", "no:xdist"), ("--dist", "no")]
+)
+def test_the_tests_spread_over_the_cores_unless_the_arguments_say(noxfile, tmp_path, posargs):
+    session = FakeSession(tmp_path, "test", *posargs, in_place=True)
+    noxfile.test(session)
+    assert session.runs[-1] == ("pytest", "-m", "not bench", *posargs)
 
 
 # ---- the GPU job and the sessions' own argument checks ------------------------------------------

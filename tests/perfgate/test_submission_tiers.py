@@ -91,15 +91,14 @@ def test_a_departure_names_class_element_and_bits():
 
 
 # -- in a fresh process, as bench and ab run it -----------------------------------------------
-def test_an_independent_file_passes_the_tier_in_a_fresh_process(third_party):
-    # the fresh process checks on this machine's device: on a GPU every output leaderboard mode
-    # checks (101 seeds a benchmark), on a CPU each case's first seed
-    device = "cuda" if torch.cuda.is_available() else "cpu"
-    calls = sum(len(check.seeds(device)) for check in tiers.CHECKS)
-    assert calls == (10 if device == "cpu" else 4 + 6 * 101)
+def test_an_independent_file_passes_the_tier_in_a_fresh_process(third_party, monkeypatch):
+    # On the CPU, wherever this runs: on a GPU the fresh process checks 101 seeds a benchmark,
+    # minutes of this numpy file; the GPU's run of the tier in a fresh process is the GPU job's
+    # `bench --submission` step, on the export.
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    monkeypatch.setenv("HIP_VISIBLE_DEVICES", "")
     assert tiers.check_file(third_party) == (
-        f"perfgate: {third_party} passes the leaderboard tier on {device} (10 checks, {calls} "
-        "calls checked)"
+        f"perfgate: {third_party} passes the leaderboard tier on cpu (10 checks, 10 calls checked)"
     )
 
 
