@@ -11,7 +11,8 @@ found and plotted.
   plot --out FILE.png|.svg   medians with their CIs over commits, change points, the score
   report --out DIR           a static HTML site (plots, tables, change points) for GitHub Pages
 
-Every subcommand takes --db PATH (default: db of [tool.perfgate-history] in pyproject.toml).
+Every subcommand takes --db STORE: a SQLite path or a postgresql:// URL (default:
+$PERFGATE_HISTORY_URL, else db of [tool.perfgate-history] in pyproject.toml).
 
 Exit codes: 0 done (detect: no slower change in any series' newest segment); 1 detect found a
 slower change above the minimum effect in a series' newest segment; 2 unusable input (a
@@ -105,7 +106,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _sub(sub, name: str, help_text: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument(
-        "--db", metavar="PATH", help="the history store (default: [tool.perfgate-history] db)"
+        "--db",
+        metavar="STORE",
+        help="the history store: a SQLite path or a postgresql:// URL (default: "
+        "$PERFGATE_HISTORY_URL, else db of [tool.perfgate-history])",
     )
     return p
 
@@ -160,19 +164,24 @@ def _config():
 
 
 def _db(args: argparse.Namespace, cfg) -> Path | str:
+    """``--db``, else $PERFGATE_HISTORY_URL, else the table's db (perfgate.history.store)."""
     from perfgate import atomic
+    from perfgate.history import store
 
-    db = args.db if args.db else cfg.db
-    atomic.check_not_tracked("--db", Path(db))  # a store is written in place
+    db = store.location(args.db, cfg.db)
+    path = store.local_path(db)
+    if path is not None:
+        atomic.check_not_tracked("--db", path)  # a store is written in place
     return db
 
 
 def _not_over(out: Path, inputs: list) -> None:
     """Never write an output over an input (a store given as sqlite:///PATH is that PATH)."""
-    from perfgate.history.store import sqlite_path
+    from perfgate.history.store import local_path
 
     for p in inputs:
-        if out.resolve() == sqlite_path(p).resolve():
+        path = local_path(p)
+        if path is not None and out.resolve() == path.resolve():
             raise UsageError(f"{out}: is also an input; write the output elsewhere")
 
 
@@ -182,7 +191,7 @@ def _selected(args: argparse.Namespace, *outputs: tuple[str, Path | None], guard
     not be the store; ``guard(store path)`` makes any other check of the outputs; all before
     the store is opened."""
     from perfgate import atomic
-    from perfgate.history.store import open_store, sqlite_path
+    from perfgate.history.store import local_path, open_store
 
     cfg = _config()
     db = _db(args, cfg)
@@ -191,7 +200,7 @@ def _selected(args: argparse.Namespace, *outputs: tuple[str, Path | None], guard
         if out is not None:
             _not_over(out, [db])
     if guard is not None:
-        guard(sqlite_path(db))
+        guard(local_path(db))
     with open_store(db, write=False) as store:
         return cfg, db, _rows(args, store)
 
@@ -255,7 +264,8 @@ def _add(args: argparse.Namespace) -> int:
             f"commit {r.commit[:12]}, branch {r.branch or '-'}{verdict})"
         )
     print(
-        f"{len(added)} run{'s' * (len(added) != 1)} added, {len(done) - len(added)} already kept, to {db}"
+        f"{len(added)} run{'s' * (len(added) != 1)} added, {len(done) - len(added)} already kept, "
+        f"to {store.location}"
     )
     return 0
 
@@ -268,9 +278,10 @@ def _list(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from perfgate import atomic
+    from perfgate.history.store import display
 
     _, db, rows = _selected(args, ("--json", args.json_out))
-    table = Table(title=f"perfgate history: {len(rows)} rows from {db}")
+    table = Table(title=f"perfgate history: {len(rows)} rows from {display(db)}")
     for col in (
         "device",
         "mode",
@@ -435,15 +446,20 @@ def _plot(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from perfgate import atomic
     from perfgate.history import site
-    from perfgate.history.store import sqlite_path
+    from perfgate.history.store import display, local_path
 
-    def guard(path: Path) -> None:
+    def guard(path: Path | None) -> None:
         atomic.check_output_dirs({"--out": args.out})
-        site.check_out_dir(args.out, [path])
+        site.check_out_dir(args.out, [] if path is None else [path])
 
     cfg, db, rows = _selected(args, guard=guard)
+    path = local_path(db)
     index = site.write_site(
-        args.out, rows, _detection(args, cfg, rows), store=str(db), inputs=[sqlite_path(db)]
+        args.out,
+        rows,
+        _detection(args, cfg, rows),
+        store=display(db),
+        inputs=[] if path is None else [path],
     )
     print(f"wrote {index}")
     return 0
