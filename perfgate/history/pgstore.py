@@ -20,8 +20,9 @@ psycopg (the ``history`` extra) is needed only by those who use a server.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterator
-from contextlib import contextmanager
+import re
+from collections.abc import Collection, Iterable, Iterator
+from contextlib import contextmanager, suppress
 from datetime import datetime, timezone
 
 import psycopg
@@ -77,6 +78,8 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         )""",
         "CREATE INDEX results_by_benchmark ON results (benchmark)",
         "CREATE INDEX runs_by_series ON runs (device_key, mode)",
+        # what prune_samples ranks: the rows still holding samples, a bounded few
+        "CREATE INDEX results_with_samples ON results (run_id) WHERE samples IS NOT NULL",
     ),
     # the gate's verdict on the run (bench --history, history add --verdicts); NULL: not recorded
     2: ("ALTER TABLE runs ADD COLUMN verdict TEXT",),
@@ -100,6 +103,9 @@ _DEFAULTS = {
     "keepalives_count": "3",
     "application_name": "perfgate",
 }
+_COPY_RESULTS = (
+    "COPY results (run_id, benchmark, grp, median, ci_low, ci_high, rounds, samples) FROM STDIN"
+)
 _ROW_COLUMNS = (
     "r.id, r.digest, r.source, r.device_key, r.mode, r.branch, r.git_commit, r.commit_time, "
     "r.run_time, r.fingerprint, r.segment, x.benchmark, x.grp, x.median, x.ci_low, x.ci_high, "
@@ -127,12 +133,16 @@ def connection_parameters(url: str, *, read_only: bool) -> dict[str, str]:
 
 
 def _scrub(text: str, url: str) -> str:
-    """``text`` without the URL's password, wherever a message repeats it."""
-    try:
-        password = pg_conninfo.conninfo_to_dict(url).get("password")
-    except psycopg.Error:
-        password = None
-    return text.replace(str(password), "***") if password else text
+    """``text`` without the URL's password, wherever a message repeats it (libpq quotes a URL
+    it cannot parse whole)."""
+    text = text.replace(url, display(url))
+    found = re.search(r"://[^/@:]*:([^@]*)@", url)
+    passwords = {found.group(1)} if found else set()
+    with suppress(psycopg.Error):
+        passwords.add(pg_conninfo.conninfo_to_dict(url).get("password") or "")
+    for password in sorted(filter(None, passwords), key=len, reverse=True):
+        text = text.replace(password, "***")
+    return text
 
 
 def _connect(url: str, *, read_only: bool) -> psycopg.Connection:
@@ -220,12 +230,14 @@ class PostgresStore(Store):
             raise
 
     @contextmanager
-    def _errors(self, doing: str, hint: str = "") -> Iterator[None]:
-        """psycopg's errors as one line naming the store and what was being done."""
+    def _errors(self, doing: str, if_lost: str = "") -> Iterator[None]:
+        """psycopg's errors as one line naming the store and what was being done, and
+        ``if_lost`` where the connection failed (the server went away, the network)."""
         try:
             yield
         except psycopg.Error as exc:
             detail = _scrub(one_line(exc), self._url)
+            hint = if_lost if isinstance(exc, psycopg.OperationalError) else ""
             raise StoreError(f"{self.location}: {doing} ({detail}){hint}") from None
 
     # -- schema ----------------------------------------------------------------------------------
@@ -256,9 +268,8 @@ class PostgresStore(Store):
         if run.verdict not in (None, *VERDICTS):
             raise ValueError(f"verdict must be one of {VERDICTS} or None, got {run.verdict!r}")
         hint = (
-            f"; nothing of {run.source} is kept unless the server committed it before it went "
-            f"away: add it again (`python -m perfgate history add {run.source}`), a kept run is "
-            "not added twice"
+            "; the file is as it was: add it again (`python -m perfgate history add` of it), a "
+            "run the server kept before it went away is not added twice"
         )
         with self._errors(f"adding {run.source}", hint), self._conn.transaction():
             # a concurrent writer of the same digest: this waits for its transaction, then
@@ -285,17 +296,19 @@ class PostgresStore(Store):
             ).fetchone()
             if kept is None:
                 return False
-            with self._conn.cursor() as cur:
-                cur.executemany(
-                    "INSERT INTO results (run_id, benchmark, grp, median, ci_low, ci_high, "
-                    "rounds, samples) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                    [
-                        (kept[0], r.benchmark, r.group, r.median, r.ci_low, r.ci_high, r.rounds,
-                         pack(r.samples))
-                        for r in run.results
-                    ],
-                )  # fmt: skip
+            self._copy_results(
+                (kept[0], r.benchmark, r.group, r.median, r.ci_low, r.ci_high, r.rounds,
+                 pack(r.samples))
+                for r in run.results
+            )  # fmt: skip
         return True
+
+    def _copy_results(self, rows: Iterable[tuple]) -> None:
+        # COPY: one stream for any number of benchmarks and samples (and, unlike executemany's
+        # pipeline, no second message on stderr when the server goes away in the middle)
+        with self._conn.cursor() as cur, cur.copy(_COPY_RESULTS) as copy:
+            for row in rows:
+                copy.write_row(row)
 
     def rows(self, query: Query = ALL_ROWS) -> list[Row]:
         where, params = [], []
@@ -333,15 +346,26 @@ class PostgresStore(Store):
     def prune_samples(self, keep: int) -> int:
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
             raise ValueError(f"keep must be an int >= 1, got {keep!r}")
+        # Ranked among the rows that still hold samples, not among all rows as the SQLite store
+        # ranks them: the same rows, since every row pruned has at least `keep` newer rows with
+        # samples (pruning never takes them from a series' newest `keep`), and the cost is that
+        # of the samples kept, not of the whole history, while writers queue on the lock.
         with self._errors("dropping old samples"), self._conn.transaction():
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_PRUNE_LOCK,))
-            cur = self._conn.execute(
-                "UPDATE results x SET samples = NULL FROM (SELECT x.run_id, x.benchmark, "
-                "ROW_NUMBER() OVER (PARTITION BY r.device_key, r.mode, x.benchmark "
-                f"ORDER BY {_NEWEST_FIRST}) AS age FROM results x JOIN runs r ON r.id = x.run_id"
-                ") old WHERE old.age > %s AND x.run_id = old.run_id "
-                "AND x.benchmark = old.benchmark AND x.samples IS NOT NULL",
+            old = self._conn.execute(
+                "SELECT run_id, benchmark FROM (SELECT x.run_id, x.benchmark, ROW_NUMBER() OVER "
+                f"(PARTITION BY r.device_key, r.mode, x.benchmark ORDER BY {_NEWEST_FIRST}) AS age "
+                "FROM results x JOIN runs r ON r.id = x.run_id WHERE x.samples IS NOT NULL) ranked "
+                "WHERE age > %s",
                 (keep,),
+            ).fetchall()
+            if not old:
+                return 0
+            # by primary key: a join of the few rows with the whole table costs the whole table
+            cur = self._conn.execute(
+                "UPDATE results SET samples = NULL WHERE (run_id, benchmark) IN "
+                "(SELECT * FROM unnest(%s::bigint[], %s::text[]))",
+                ([r[0] for r in old], [r[1] for r in old]),
             )
             return cur.rowcount
 
@@ -383,13 +407,10 @@ class PostgresStore(Store):
              run.commit_time, run.run_time, run.fingerprint, run.segment, run.added_at,
              run.verdict),
         ).fetchone()  # fmt: skip
-        with self._conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO results (run_id, benchmark, grp, median, ci_low, ci_high, rounds, "
-                "samples) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)",
-                [(run_id, r.benchmark, r.group, r.median, r.ci_low, r.ci_high, r.rounds,
-                  r.samples) for r in run.results],
-            )  # fmt: skip
+        self._copy_results(
+            (run_id, r.benchmark, r.group, r.median, r.ci_low, r.ci_high, r.rounds, r.samples)
+            for r in run.results
+        )
 
     def close(self) -> None:
         conn, self._conn = getattr(self, "_conn", None), None

@@ -15,7 +15,7 @@ from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from perfgate.history.records import Run
 from perfgate.refusal import Refusal
@@ -247,15 +247,15 @@ def display(location: str | os.PathLike[str]) -> str:
         return text
     try:
         parts = urlsplit(text)
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
+        if parts.password is None and all(k != "password" for k, _ in pairs):
+            return text
         netloc = parts.netloc
-        if "@" in netloc:
+        if parts.password is not None:
             user, _, host = netloc.rpartition("@")
-            if ":" in user:
-                netloc = f"{user.split(':', 1)[0]}:***@{host}"
-        query = urlencode(
-            [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, True)],
-            safe="/:,=-*",
-        )
-        return urlunsplit(parts._replace(netloc=netloc, query=query))
+            netloc = f"{user.split(':', 1)[0]}:***@{host}"
+        query = urlencode([(k, "***" if k == "password" else v) for k, v in pairs], safe="/:,=*-")
+        fragment = f"#{parts.fragment}" if parts.fragment else ""
+        return f"{parts.scheme}://{netloc}{parts.path}{'?' if query else ''}{query}{fragment}"
     except ValueError:  # unparseable: name the scheme only, the rest may hold the password
         return f"{scheme_of(text)}://(a URL that cannot be parsed)"
