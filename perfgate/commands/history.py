@@ -1,5 +1,5 @@
-"""``python -m perfgate history add|list|detect|plot|report``: every run kept, its change points
-found and plotted.
+"""``python -m perfgate history add|list|detect|plot|report|migrate``: every run kept, its
+change points found and plotted, moved between stores.
 
   add RESULTS.json [...]     keep runs (pytest-benchmark JSON from bench and update-baselines,
                              ab.samples.json from ab: its head side, mode "ab"); adding a run
@@ -10,8 +10,10 @@ found and plotted.
                              segment and is never a change
   plot --out FILE.png|.svg   medians with their CIs over commits, change points, the score
   report --out DIR           a static HTML site (plots, tables, change points) for GitHub Pages
+  migrate --from S --to T    copy every run between stores (SQLite, PostgreSQL), checked row
+                             for row; a run the target holds with other data stops it
 
-Every subcommand takes --db STORE: a SQLite path or a postgresql:// URL (default:
+Every subcommand but migrate takes --db STORE: a SQLite path or a postgresql:// URL (default:
 $PERFGATE_HISTORY_URL, else db of [tool.perfgate-history] in pyproject.toml).
 
 Exit codes: 0 done (detect: no slower change in any series' newest segment); 1 detect found a
@@ -101,6 +103,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _filters(rep)
     rep.add_argument("--out", required=True, type=Path, metavar="DIR")
     rep.set_defaults(func=_report)
+
+    mig = sub.add_parser(
+        "migrate",
+        help="copy every run from one store to another (SQLite, PostgreSQL), checked row for row",
+        description="Copy every run from one store to another (SQLite to PostgreSQL or back) in "
+        "one transaction, then read it back and compare it row for row. A run the target "
+        "already holds must hold the same data, else nothing is written (exit 2).",
+    )
+    mig.add_argument(
+        "--from",
+        dest="source",
+        metavar="STORE",
+        help="the store to copy: a SQLite path or a postgresql:// URL (default: the configured "
+        "store, $PERFGATE_HISTORY_URL, else db of [tool.perfgate-history])",
+    )
+    mig.add_argument(
+        "--to",
+        dest="target",
+        metavar="STORE",
+        help="the store to copy into, created when missing (default: the configured store)",
+    )
+    mig.set_defaults(func=_migrate)
 
 
 def _sub(sub, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -462,4 +486,32 @@ def _report(args: argparse.Namespace) -> int:
         inputs=[] if path is None else [path],
     )
     print(f"wrote {index}")
+    return 0
+
+
+# -- migrate -------------------------------------------------------------------------------------
+@_guarded
+def _migrate(args: argparse.Namespace) -> int:
+    from perfgate import atomic
+    from perfgate.history import store
+    from perfgate.history.migrate import migrate, same_store
+
+    cfg = _config()
+    source = store.location(args.source, cfg.db)
+    target = store.location(args.target, cfg.db)
+    if same_store(source, target):
+        raise UsageError(
+            f"--from {store.display(source)} and --to {store.display(target)}: the same store; "
+            "name the other one (the configured store is the default of each)"
+        )
+    path = store.local_path(target)
+    if path is not None:
+        atomic.check_not_tracked("--to", path)  # a store is written in place
+    moved = migrate(source, target)
+    print(
+        f"{moved.runs} run{'s' * (moved.runs != 1)} ({moved.results} rows, "
+        f"{moved.with_samples} with samples) from {moved.source} to {moved.target}: "
+        f"{moved.added} added, {moved.runs - moved.added} already there with the same data; "
+        "checked row for row"
+    )
     return 0
