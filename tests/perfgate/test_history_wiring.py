@@ -334,6 +334,30 @@ def test_against_history_without_a_store_or_a_baseline_is_the_missing_baseline(g
     assert not gpu["db"].exists()
 
 
+def test_against_history_judges_alike_on_both_stores(gpu, pg_url, capsys):
+    """main's runs in a SQLite store and, copied by history migrate, on the server: bench
+    --against history pools the same baseline from each and writes the same reports, for a run
+    like them (exit 0) and for a 20% slower one (exit 1)."""
+    _append(gpu, CFG.baseline_runs)
+    assert main(["history", "migrate", "--from", str(gpu["db"]), "--to", pg_url]) == 0
+    results = gpu["tmp"] / "r"
+    names = ("device.history-baseline.json", "device.compare.json", "device.md", "device.json")
+    answers = {}
+    for factor in (1.0, 1.2):
+        for db in (gpu["db"], pg_url):
+            gpu["runs"], gpu["factor"] = 50, factor  # the same fake samples each time
+            capsys.readouterr()
+            rc = main(["bench", "--against", "history", "--db", str(db), *gpu["dirs"]])
+            out = capsys.readouterr().out.replace(store.display(db), "STORE")
+            assert f"pooled from the last {CFG.baseline_runs} runs of main" in out
+            files = [(results / name).read_bytes() for name in names]
+            answers[(factor, store.is_server(db))] = (rc, out, files)
+        assert answers[(factor, False)] == answers[(factor, True)]
+    assert [answers[(f, True)][0] for f in (1.0, 1.2)] == [0, 1]
+    report = json.loads(answers[(1.2, True)][2][1])
+    assert {b["verdict"] for b in report["benchmarks"]} == {"regression"}
+
+
 @pytest.mark.parametrize(
     ("appended", "judged"),
     [
