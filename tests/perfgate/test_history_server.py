@@ -454,6 +454,24 @@ def test_migrate_needs_two_stores(tmp_path, capsys, monkeypatch):
 
 
 # -- the same answers from both stores -----------------------------------------------------------
+def test_rows_come_back_in_byte_order_whatever_the_databases_locale(
+    pg_url, tmp_path, write_result, gpu_like
+):
+    """The test cluster's default collation is ICU's en-US (pgserver.py), which sorts case and
+    punctuation otherwise than bytes do: "B" after "a", "_" before letters. Rows come back in
+    the SQLite store's (byte) order all the same."""
+    names = ["t.py::test[B]", "t.py::test[a]", "t.py::test[_b]", "t.py::test[-]", "t.py::Test[z]"]
+    results = write_result("mixed.json", {n: gpu_like(i) for i, n in enumerate(names)})
+    local = tmp_path / "h.sqlite"
+    order = {}
+    for db in (local, pg_url):
+        with store.open_store(db, write=True) as s:
+            append.append_run(s, results)
+            order[store.is_server(db)] = [r.benchmark for r in s.rows()]
+    assert order[False] == order[True] == sorted(names)
+    assert sorted(names, key=str.lower) != sorted(names)  # the case makes a difference here
+
+
 def test_list_detect_and_plot_answer_alike_from_both_stores(pg_url, demo_runs, tmp_path, capsys):
     """The demo's history kept in a SQLite file and on the server: list, detect (its JSON, its
     table and its exit code) and plot (the PNG, byte for byte) are the same."""
