@@ -84,12 +84,15 @@ class Server:
         self.log = self.root / "server.log"
         self.proc: subprocess.Popen | None = None
         self._schemas = itertools.count()
-        self._initdb()
-        self.start()
-        self.admin(f"CREATE DATABASE {DATABASE}", dbname="postgres")
-        self.admin(f"CREATE ROLE {PASSWORD_ROLE} LOGIN PASSWORD '{PASSWORD}'")
-        self.admin(f"GRANT ALL ON DATABASE {DATABASE} TO {PASSWORD_ROLE}")
-        self.version = int(self.admin("SHOW server_version_num")[0][0])
+        try:
+            self._initdb()
+            self.start()
+            self.admin(f"CREATE DATABASE {DATABASE}", dbname="postgres")
+            self.admin(f"CREATE ROLE {PASSWORD_ROLE} LOGIN PASSWORD '{PASSWORD}'")
+            self.admin(f"GRANT ALL ON DATABASE {DATABASE} TO {PASSWORD_ROLE}")
+        except BaseException:
+            self.close()  # no server left running, no cluster left on disk
+            raise
 
     def _initdb(self) -> None:
         base = [*self.prefix, str(self.bin / "initdb"), "-D", str(self.data), "-U", ADMIN,
