@@ -502,6 +502,16 @@ def triage_issues(session: nox.Session) -> None:
     _run(session, "python", "-m", "perfgate", "triage", "--publish", *session.posargs)
 
 
+@nox.session
+def history(session: nox.Session) -> None:
+    """``perfgate history`` on a runner's host, outside the container (``nox -s history -- add
+    RESULTS.json ...``, ``-- migrate --to FILE``): a history server's URL is a secret the
+    container never gets, so the GPU job appends its run and copies the history for the triage
+    here. The suite without torch, with what the history commands need."""
+    _launcher(session, "perf", "history")
+    _run(session, "python", "-m", "perfgate", "history", *session.posargs)
+
+
 @nox.session(venv_params=EMPTY_VENV)
 def update_baselines(session: nox.Session) -> None:
     """Rewrite this device's baselines (``-- --isa`` rewrites the static ISA baselines instead)."""

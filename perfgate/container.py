@@ -55,6 +55,9 @@ NOT_PASSED = frozenset(
         "GITHUB_EVENT_PATH",
         "GITHUB_WORKSPACE",
         "GITHUB_ACTION_PATH",
+        # the history server's URL holds its password; the container reads a copy of the history
+        # the runner exported (docs/history.md, "A history server")
+        "PERFGATE_HISTORY_URL",
         # Set by this module for the entrypoint; a host value must not override it.
         "PERFGATE_HOST_UID",
         "PERFGATE_HOST_GID",

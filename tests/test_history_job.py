@@ -119,3 +119,33 @@ def test_a_store_written_meanwhile_is_not_overwritten(tmp_path):
 
 def test_usage(tmp_path):
     assert _run(tmp_path, "bogus").returncode == 2
+
+
+APPEND = ROOT / ".github" / "scripts" / "history-append.sh"
+
+
+def _append(results: Path, log: Path):
+    """history-append.sh with a stand-in for `perfgate history` that logs its arguments."""
+    cmd = ["bash", "-c", 'printf "%s\\n" "$*" >> "$0"', str(log)]
+    return subprocess.run(["bash", str(APPEND), str(results), *cmd], capture_output=True,
+                          text=True)  # fmt: skip
+
+
+def test_append_keeps_the_runs_the_gate_compared_with_their_verdicts(tmp_path):
+    results, log = tmp_path / "results", tmp_path / "log"
+    results.mkdir()
+    for name in ("device.json", "device.compare.json", "host.json", "ab.json", "device.md"):
+        (results / name).write_text("{}")
+    done = _append(results, log)
+    assert done.returncode == 0, done.stderr
+    assert log.read_text().splitlines() == [
+        f"add {results}/device.json --branch main --verdicts",
+        f"add {results}/host.json --branch main",
+    ]
+
+
+def test_append_without_results_adds_nothing_and_says_so(tmp_path):
+    done = _append(tmp_path, tmp_path / "log")
+    assert done.returncode == 0 and "nothing to append" in done.stdout
+    assert not (tmp_path / "log").exists()
+    assert subprocess.run(["bash", str(APPEND)], capture_output=True).returncode == 2

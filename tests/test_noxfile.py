@@ -396,6 +396,16 @@ def test_triage_issues_installs_only_the_suite(noxfile, tmp_path):
     assert session.runs == [("python", "-m", "perfgate", "triage", "--publish", "t.json")]
 
 
+def test_history_installs_the_suite_without_torch_and_runs_history(noxfile, tmp_path):
+    session = FakeSession(tmp_path, "history", "migrate", "--to", "h.sqlite")
+    noxfile.history(session)
+    extras = noxfile._extra_requirements("perf", "history")
+    assert any(r.startswith("psycopg") for r in extras)
+    assert session.installs == [("--no-deps", "-e", "."), tuple(extras)]
+    assert not any(r.startswith(("torch", "triton")) for i in session.installs for r in i)
+    assert session.runs == [("python", "-m", "perfgate", "history", "migrate", "--to", "h.sqlite")]
+
+
 # ---- exit codes: 2 for unusable input, whatever refuses it; 1 stays a regression's ----------
 
 

@@ -1,5 +1,5 @@
-"""``python -m perfgate history add|list|detect|plot|report``: every run kept, its change points
-found and plotted.
+"""``python -m perfgate history add|list|detect|plot|report|migrate``: every run kept, its
+change points found and plotted, moved between stores.
 
   add RESULTS.json [...]     keep runs (pytest-benchmark JSON from bench and update-baselines,
                              ab.samples.json from ab: its head side, mode "ab"); adding a run
@@ -10,8 +10,11 @@ found and plotted.
                              segment and is never a change
   plot --out FILE.png|.svg   medians with their CIs over commits, change points, the score
   report --out DIR           a static HTML site (plots, tables, change points) for GitHub Pages
+  migrate --from S --to T    copy every run between stores (SQLite, PostgreSQL), checked row
+                             for row; a run the target holds with other data stops it
 
-Every subcommand takes --db PATH (default: db of [tool.perfgate-history] in pyproject.toml).
+Every subcommand but migrate takes --db STORE: a SQLite path or a postgresql:// URL (default:
+$PERFGATE_HISTORY_URL, else db of [tool.perfgate-history] in pyproject.toml).
 
 Exit codes: 0 done (detect: no slower change in any series' newest segment); 1 detect found a
 slower change above the minimum effect in a series' newest segment; 2 unusable input (a
@@ -101,11 +104,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     rep.add_argument("--out", required=True, type=Path, metavar="DIR")
     rep.set_defaults(func=_report)
 
+    mig = sub.add_parser(
+        "migrate",
+        help="copy every run from one store to another (SQLite, PostgreSQL), checked row for row",
+        description="Copy every run from one store to another (SQLite to PostgreSQL or back) in "
+        "one transaction, then read it back and compare it row for row. A run the target "
+        "already holds must hold the same data, else nothing is written (exit 2).",
+    )
+    mig.add_argument(
+        "--from",
+        dest="source",
+        metavar="STORE",
+        help="the store to copy: a SQLite path or a postgresql:// URL (default: the configured "
+        "store, $PERFGATE_HISTORY_URL, else db of [tool.perfgate-history])",
+    )
+    mig.add_argument(
+        "--to",
+        dest="target",
+        metavar="STORE",
+        help="the store to copy into, created when missing (default: the configured store)",
+    )
+    mig.set_defaults(func=_migrate)
+
 
 def _sub(sub, name: str, help_text: str) -> argparse.ArgumentParser:
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument(
-        "--db", metavar="PATH", help="the history store (default: [tool.perfgate-history] db)"
+        "--db",
+        metavar="STORE",
+        help="the history store: a SQLite path or a postgresql:// URL (default: "
+        "$PERFGATE_HISTORY_URL, else db of [tool.perfgate-history])",
     )
     return p
 
@@ -160,19 +188,24 @@ def _config():
 
 
 def _db(args: argparse.Namespace, cfg) -> Path | str:
+    """``--db``, else $PERFGATE_HISTORY_URL, else the table's db (perfgate.history.store)."""
     from perfgate import atomic
+    from perfgate.history import store
 
-    db = args.db if args.db else cfg.db
-    atomic.check_not_tracked("--db", Path(db))  # a store is written in place
+    db = store.location(args.db, cfg.db)
+    path = store.local_path(db)
+    if path is not None:
+        atomic.check_not_tracked("--db", path)  # a store is written in place
     return db
 
 
 def _not_over(out: Path, inputs: list) -> None:
     """Never write an output over an input (a store given as sqlite:///PATH is that PATH)."""
-    from perfgate.history.store import sqlite_path
+    from perfgate.history.store import local_path
 
     for p in inputs:
-        if out.resolve() == sqlite_path(p).resolve():
+        path = local_path(p)
+        if path is not None and out.resolve() == path.resolve():
             raise UsageError(f"{out}: is also an input; write the output elsewhere")
 
 
@@ -182,7 +215,7 @@ def _selected(args: argparse.Namespace, *outputs: tuple[str, Path | None], guard
     not be the store; ``guard(store path)`` makes any other check of the outputs; all before
     the store is opened."""
     from perfgate import atomic
-    from perfgate.history.store import open_store, sqlite_path
+    from perfgate.history.store import local_path, open_store
 
     cfg = _config()
     db = _db(args, cfg)
@@ -191,7 +224,7 @@ def _selected(args: argparse.Namespace, *outputs: tuple[str, Path | None], guard
         if out is not None:
             _not_over(out, [db])
     if guard is not None:
-        guard(sqlite_path(db))
+        guard(local_path(db))
     with open_store(db, write=False) as store:
         return cfg, db, _rows(args, store)
 
@@ -255,7 +288,8 @@ def _add(args: argparse.Namespace) -> int:
             f"commit {r.commit[:12]}, branch {r.branch or '-'}{verdict})"
         )
     print(
-        f"{len(added)} run{'s' * (len(added) != 1)} added, {len(done) - len(added)} already kept, to {db}"
+        f"{len(added)} run{'s' * (len(added) != 1)} added, {len(done) - len(added)} already kept, "
+        f"to {store.location}"
     )
     return 0
 
@@ -268,9 +302,10 @@ def _list(args: argparse.Namespace) -> int:
     from rich.text import Text
 
     from perfgate import atomic
+    from perfgate.history.store import display
 
     _, db, rows = _selected(args, ("--json", args.json_out))
-    table = Table(title=f"perfgate history: {len(rows)} rows from {db}")
+    table = Table(title=f"perfgate history: {len(rows)} rows from {display(db)}")
     for col in (
         "device",
         "mode",
@@ -435,15 +470,48 @@ def _plot(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     from perfgate import atomic
     from perfgate.history import site
-    from perfgate.history.store import sqlite_path
+    from perfgate.history.store import display, local_path
 
-    def guard(path: Path) -> None:
+    def guard(path: Path | None) -> None:
         atomic.check_output_dirs({"--out": args.out})
-        site.check_out_dir(args.out, [path])
+        site.check_out_dir(args.out, [] if path is None else [path])
 
     cfg, db, rows = _selected(args, guard=guard)
+    path = local_path(db)
     index = site.write_site(
-        args.out, rows, _detection(args, cfg, rows), store=str(db), inputs=[sqlite_path(db)]
+        args.out,
+        rows,
+        _detection(args, cfg, rows),
+        store=display(db),
+        inputs=[] if path is None else [path],
     )
     print(f"wrote {index}")
+    return 0
+
+
+# -- migrate -------------------------------------------------------------------------------------
+@_guarded
+def _migrate(args: argparse.Namespace) -> int:
+    from perfgate import atomic
+    from perfgate.history import store
+    from perfgate.history.migrate import migrate, same_store
+
+    cfg = _config()
+    source = store.location(args.source, cfg.db)
+    target = store.location(args.target, cfg.db)
+    if same_store(source, target):
+        raise UsageError(
+            f"--from {store.display(source)} and --to {store.display(target)}: the same store; "
+            "name the other one (the configured store is the default of each)"
+        )
+    path = store.local_path(target)
+    if path is not None:
+        atomic.check_not_tracked("--to", path)  # a store is written in place
+    moved = migrate(source, target)
+    print(
+        f"{moved.runs} run{'s' * (moved.runs != 1)} ({moved.results} rows, "
+        f"{moved.with_samples} with samples) from {moved.source} to {moved.target}: "
+        f"{moved.added} added, {moved.runs - moved.added} already there with the same data; "
+        "checked row for row"
+    )
     return 0

@@ -62,7 +62,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--good", metavar="REV", help="bisect from this commit (default: from the history store)"
     )
     parser.add_argument(
-        "--db", metavar="PATH", help="the history store (default: db of [tool.perfgate-history])"
+        "--db",
+        metavar="STORE",
+        help="the history store: a SQLite path or a postgresql:// URL (default: "
+        "$PERFGATE_HISTORY_URL, else db of [tool.perfgate-history])",
     )
     parser.add_argument(
         "--branch",
@@ -145,7 +148,7 @@ def _run(args: argparse.Namespace) -> int:
         return _publish(args)
 
     from perfgate.gate import paths
-    from perfgate.history import config, culprits, github, lines
+    from perfgate.history import config, culprits, github, lines, store
     from perfgate.history import triage as tg
 
     if shutil.which("git") is None:
@@ -155,8 +158,8 @@ def _run(args: argparse.Namespace) -> int:
             raise ValueError(f"--repo {args.repo}: names where issues go; --no-issues opens none")
         cfg = config.load()
         reports = tuple(args.reports or (DEFAULT_REPORT,))
-        db = args.db or cfg.db
-        _check_outputs(args, reports, db)
+        db = store.location(args.db, cfg.db)
+        _check_outputs(args, reports, store.local_path(db))
         api = (
             None
             if args.no_issues
@@ -206,7 +209,7 @@ def _check_outputs(args, reports, db) -> None:
     from perfgate import atomic
 
     outputs = {"--summary": args.summary, "--json": args.json_out}
-    inputs = [*(("REPORT", r) for r in reports), ("--db", db)]
+    inputs = [*(("REPORT", r) for r in reports), *([("--db", db)] if db is not None else [])]
     atomic.check_output_dirs({"--results-dir": args.results_dir})
     atomic.check_outputs(outputs, inputs)
     results = args.results_dir.resolve()

@@ -3,7 +3,10 @@ gate judged against the recent past, and the slow commit bisected (docs/history.
 
 - :mod:`~perfgate.history.config`: ``[tool.perfgate-history]`` of pyproject.toml, checked.
 - :mod:`~perfgate.history.records`: what is kept of a results file (identity, order, segment).
-- :mod:`~perfgate.history.store`: the store interface and its SQLite implementation.
+- :mod:`~perfgate.history.store`: where the store is, and its SQLite implementation;
+  :mod:`~perfgate.history.store_base` the interface both stores share;
+  :mod:`~perfgate.history.pgstore` the PostgreSQL one (a server for a fleet of runners);
+  :mod:`~perfgate.history.migrate` the checked copy between stores (``history migrate``).
 - :mod:`~perfgate.history.append`: adding results files (``history add``, ``--history``).
 - :mod:`~perfgate.history.steps`: steps in one series of medians (ruptures + filters).
 - :mod:`~perfgate.history.detect`: change points per benchmark, cut at fingerprint changes.

@@ -40,7 +40,7 @@ def _fraction(v: Any) -> bool:
 
 # name -> (type, check, expected); the order is the table's
 _KEYS: dict[str, tuple[type, Callable[[Any], bool], str]] = {
-    "db": (str, lambda v: bool(v.strip()), "a non-empty path"),
+    "db": (str, lambda v: bool(v.strip()), "a non-empty path or postgresql:// URL"),
     "branch": (str, lambda v: bool(v.strip()), "a non-empty branch name"),
     "min_effect": (float, _fraction, "a fraction in (0, 1)"),
     "min_size": (int, lambda v: 2 <= v <= 100, "an int in [2, 100]"),
@@ -56,9 +56,10 @@ _KEYS: dict[str, tuple[type, Callable[[Any], bool], str]] = {
 
 @dataclass(frozen=True)
 class HistoryConfig:
-    """The checked table; ``db`` is absolute (resolved against the pyproject's directory)."""
+    """The checked table; ``db`` is absolute (resolved against the pyproject's directory), or a
+    server's URL (``postgresql://``), which holds no password: this file is committed."""
 
-    db: Path
+    db: Path | str
     branch: str  # the branch whose runs are the history of record (main)
     steps: StepSettings  # detect's settings
     baseline_runs: int  # against history: the last K runs of `branch` in this segment
@@ -97,7 +98,7 @@ def load(path: str | os.PathLike[str] | None = None) -> HistoryConfig:
             f"{where} samples_kept must be >= baseline_runs ({values['baseline_runs']}): the "
             f"push gate pools the samples of that many runs, got {values['samples_kept']}"
         )
-    db = Path(values["db"]).expanduser()
+    db = _db(where, values["db"])
     try:
         steps = StepSettings(
             values["min_effect"], values["min_size"], values["penalty"], values["significance"]
@@ -105,7 +106,7 @@ def load(path: str | os.PathLike[str] | None = None) -> HistoryConfig:
     except (TypeError, ValueError) as exc:  # pragma: no cover - the checks above are stricter
         raise HistoryConfigError(f"{where} {exc}") from None
     return HistoryConfig(
-        db=db if db.is_absolute() else path.parent / db,
+        db=db if isinstance(db, str) or db.is_absolute() else path.parent / db,
         branch=values["branch"],
         steps=steps,
         baseline_runs=values["baseline_runs"],
@@ -115,6 +116,28 @@ def load(path: str | os.PathLike[str] | None = None) -> HistoryConfig:
         samples_kept=values["samples_kept"],
         source=str(path),
     )
+
+
+def _db(where: str, text: str) -> Path | str:
+    """A path, or a server's URL without a password (the password is a secret: the URL's
+    environment variable, PGPASSWORD or ~/.pgpass give it, never this committed file)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from perfgate.history.store_base import is_server
+
+    if not is_server(text):
+        return Path(text).expanduser()
+    try:
+        parts = urlsplit(text)
+        password = parts.password is not None or "password" in parse_qs(parts.query)
+    except ValueError:
+        raise HistoryConfigError(f"{where} db must be a path or a postgresql:// URL") from None
+    if password:
+        raise HistoryConfigError(
+            f"{where} db holds a password, in a committed file; give the URL with it in "
+            "PERFGATE_HISTORY_URL (a CI secret), or the password in PGPASSWORD or ~/.pgpass"
+        )
+    return text
 
 
 def _checked(where: str, name: str, table: dict[str, Any]) -> Any:

@@ -175,7 +175,7 @@ def pick_good(run: GateRun, benchmark: str, db: str | Path, branch: str, line: L
             )
         off_line += 1
     if why_none is None:
-        why_none = f"no run of {where} that measured it passed the gate in {db}"
+        why_none = f"no run of {where} that measured it passed the gate in {store.display(db)}"
         if off_line:
             why_none += f" ({off_line} did, at commits not on --bad's first-parent line)"
     b = run.baseline_commit
@@ -191,9 +191,9 @@ def pick_good(run: GateRun, benchmark: str, db: str | Path, branch: str, line: L
 
 def _passing_commits(run: GateRun, benchmark: str, db, branch: str):
     """``([(commit, run time), ...] newest first, why there are none or None)``."""
-    if not store.exists(db):
-        return [], f"no history store at {db}"
     try:
+        if not store.exists(db):
+            return [], f"no history store at {store.display(db)}"
         with store.open_store(db, write=False) as s:
             rows = s.rows(
                 store.Query(
@@ -201,7 +201,7 @@ def _passing_commits(run: GateRun, benchmark: str, db, branch: str):
                 )
             )
     except store.OlderSchemaError:
-        return [], f"{db} is of an older schema, whose runs carry no verdict"
+        return [], f"{store.display(db)} is of an older schema, whose runs carry no verdict"
     except store.StoreError as exc:
         raise TriageError(f"--db: {exc}") from None
     ordered = [r for r in rows if r.benchmark == benchmark and r.verdict == PASS]

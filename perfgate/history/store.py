@@ -1,12 +1,18 @@
-"""The history store: one small interface (:class:`Store`), SQLite behind it by default.
+"""The history store: one small interface (:class:`Store`), SQLite behind it by default, a
+PostgreSQL server through a URL (:mod:`perfgate.history.pgstore`).
 
 One row per benchmark per run (:class:`Row`): device key, timing mode, benchmark, commit,
 commit date, run date, fingerprint, median, the CI of the median, rounds and the run's source
 file, plus the branch, the fingerprint segment and the per-round samples of the newest runs
 (the push gate pools them), and the run's gate verdict when it was recorded (:data:`VERDICTS`:
-the triage's good commit is the newest main run that passed). Commands speak only to :class:`Store`, so a server database shared
-by a fleet of runners (PostgreSQL through a URL) is one more implementation of it;
-:func:`open_store` names the ones there are.
+the triage's good commit is the newest main run that passed). Commands speak only to
+:class:`Store` (:mod:`perfgate.history.store_base`); :func:`open_store` picks the
+implementation by the location: a path or ``sqlite:///PATH`` (a file, no server needed), or
+``postgresql://...`` (a server shared by a fleet of runners and read by dashboards).
+
+Where the store is (:func:`location`): ``--db``, else the environment variable
+:data:`URL_ENV` (the server's URL is a secret: a CI secret, never a committed file), else ``db``
+of ``[tool.perfgate-history]``.
 
 The SQLite file has a schema version (table ``meta``) and migrations (:data:`MIGRATIONS`):
 opening for writing brings an older file up to date in one transaction; a newer file is
@@ -16,22 +22,38 @@ as it was before it.
 
 from __future__ import annotations
 
-import abc
 import json
 import os
 import sqlite3
-import struct
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from perfgate.history.records import VERDICTS, Run
-from perfgate.refusal import Refusal
+from perfgate.history.store_base import (
+    ALL_ROWS,
+    KeptResult,
+    KeptRun,
+    chunks,
+    one_line,
+    pack,
+    scheme_of,
+    unpack,
+)
+from perfgate.history.store_base import SCHEMA_VERSION as SCHEMA_VERSION
+from perfgate.history.store_base import OlderSchemaError as OlderSchemaError
+from perfgate.history.store_base import Query as Query
+from perfgate.history.store_base import Row as Row
+from perfgate.history.store_base import Store as Store
+from perfgate.history.store_base import StoreError as StoreError
+from perfgate.history.store_base import display as display
+from perfgate.history.store_base import is_server as is_server
 
-SCHEMA_VERSION = 2
+# The server's URL, when the repository has one: read where --db is not given, before the
+# table's db (CI passes its secret here; an empty value is unset, as an unset secret reads).
+URL_ENV = "PERFGATE_HISTORY_URL"
+
 # MIGRATIONS[v] takes a store of version v - 1 (0: an empty file) to version v.
 MIGRATIONS: dict[int, tuple[str, ...]] = {
     1: (
@@ -73,111 +95,76 @@ _NEWEST_FIRST = (
 )
 
 
-class StoreError(Refusal):
-    """A store that cannot be opened or used; the message is one line naming it."""
+def location(given: str | os.PathLike[str] | None, configured: str | Path) -> str | Path:
+    """The store a command uses: ``given`` (``--db``), else :data:`URL_ENV` when set, else
+    ``configured`` (``db`` of ``[tool.perfgate-history]``)."""
+    if given:
+        return given
+    url = os.environ.get(URL_ENV, "").strip()
+    if url:
+        if not is_server(url):
+            raise StoreError(
+                f"{URL_ENV}={display(url)}: expected a postgresql:// URL (the history server's)"
+            )
+        return url
+    return configured
 
 
-class OlderSchemaError(StoreError):
-    """A store of an older schema opened read-only (opening it for writing migrates it)."""
-
-
-@dataclass(frozen=True)
-class Row:
-    """One benchmark of one run, as the store holds it."""
-
-    run_id: int
-    digest: str
-    source: str
-    device_key: str
-    mode: str
-    branch: str | None
-    commit: str
-    commit_time: str | None
-    run_time: str | None
-    fingerprint: dict[str, Any]
-    segment: str
-    benchmark: str
-    group: str | None
-    median: float
-    ci_low: float
-    ci_high: float
-    rounds: int
-    has_samples: bool
-    verdict: str | None = None  # one of VERDICTS, or None: the run's verdict was not recorded
-
-
-@dataclass(frozen=True)
-class Query:
-    """Which rows: every given field must match; ``keyword`` is a substring of the benchmark."""
-
-    device_key: str | None = None
-    mode: str | None = None
-    branch: str | None = None
-    keyword: str | None = None
-    segment: str | None = None
-
-
-class Store(abc.ABC):
-    """What the history commands need from a store."""
-
-    location: str
-
-    @abc.abstractmethod
-    def add_run(self, run: Run) -> bool:
-        """Keep ``run``; False (and nothing written) when a run of the same digest is kept."""
-
-    @abc.abstractmethod
-    def rows(self, query: Query = Query()) -> list[Row]:
-        """The matching rows, by device key, mode and benchmark, each series in commit order."""
-
-    @abc.abstractmethod
-    def samples(self, run_id: int, benchmark: str) -> tuple[float, ...] | None:
-        """The per-round samples of one row; None once pruned (or for an unknown row)."""
-
-    @abc.abstractmethod
-    def prune_samples(self, keep: int) -> int:
-        """Drop the samples of all but each series' newest ``keep`` runs; rows pruned."""
-
-    @abc.abstractmethod
-    def close(self) -> None: ...
-
-    def __enter__(self) -> Store:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def open_store(location: str | Path, *, write: bool) -> Store:
-    """The store at ``location``: a path or ``sqlite:///PATH`` (SQLite). ``write=False`` opens
-    read-only and refuses a missing file; ``write=True`` creates or migrates it."""
-    return SQLiteStore(sqlite_path(location), write=write)
-
-
-def sqlite_path(location: str | Path) -> Path:
-    """The file of a SQLite store location (a path or ``sqlite:///PATH``); StoreError for a
-    location of another kind."""
+def local_path(location: str | os.PathLike[str]) -> Path | None:
+    """The file of a SQLite store (a path or ``sqlite:///PATH``); None for a server's URL;
+    StoreError for a location of any other kind."""
+    if is_server(location):
+        return None
     text = str(location)
-    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    scheme = scheme_of(text)
     if scheme == "sqlite":
         return Path(text.split("://", 1)[1])
     if scheme:
         raise StoreError(
-            f"--db {text}: {scheme}:// stores are not available; give a SQLite path "
-            "(or sqlite:///PATH)"
+            f"--db {display(text)}: {scheme}:// is no kind of store; expected a SQLite path "
+            "(or sqlite:///PATH) or a postgresql:// URL"
         )
     return Path(text)
 
 
-def exists(location: str | Path) -> bool:
-    """Whether a store (or anything else) is at ``location``."""
+def sqlite_path(location: str | os.PathLike[str]) -> Path:
+    """The file of a SQLite store location; StoreError for a location of another kind."""
+    path = local_path(location)
+    if path is None:
+        raise StoreError(f"--db {display(location)}: a server's URL, expected a SQLite path")
+    return path
+
+
+def open_store(location: str | os.PathLike[str], *, write: bool) -> Store:
+    """The store at ``location``: a path or ``sqlite:///PATH`` (SQLite), or a ``postgresql://``
+    URL (:mod:`perfgate.history.pgstore`). ``write=False`` opens read-only and refuses a
+    missing store; ``write=True`` creates or migrates it."""
+    if is_server(location):
+        from perfgate.history import pgstore
+
+        return pgstore.PostgresStore(str(location), write=write)
+    return SQLiteStore(sqlite_path(location), write=write)
+
+
+def exists(location: str | os.PathLike[str]) -> bool:
+    """Whether a store (or anything else) is at ``location``; for a server, whether its
+    database holds a history (StoreError when it cannot be reached)."""
+    if is_server(location):
+        from perfgate.history import pgstore
+
+        return pgstore.holds_history(str(location))
     return sqlite_path(location).exists()
 
 
-def check_usable(location: str | Path, *, write: bool) -> None:
+def check_usable(location: str | os.PathLike[str], *, write: bool) -> None:
     """Refuse (StoreError) a store that :func:`open_store` would refuse, changing nothing: a
     missing store is fine for writing when it can be created there, and for reading (the caller
     decides what no history means); an older schema is fine for writing (it will be migrated)."""
+    if is_server(location):
+        from perfgate.history import pgstore
+
+        pgstore.check_usable(str(location), write=write)
+        return
     path = sqlite_path(location)
     if path.is_dir():
         raise StoreError(f"{path}: is a directory, expected a history database file")
@@ -214,7 +201,7 @@ class SQLiteStore(Store):
             self._prepare(write)
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
-            raise StoreError(f"{path}: not a usable history database ({_one_line(exc)})") from None
+            raise StoreError(f"{path}: not a usable history database ({one_line(exc)})") from None
         except OSError as exc:
             self._close_quietly()
             raise StoreError(f"{path}: cannot open ({exc.strerror or exc})") from None
@@ -307,14 +294,14 @@ class SQLiteStore(Store):
                         r.ci_low,
                         r.ci_high,
                         r.rounds,
-                        _pack(r.samples),
+                        pack(r.samples),
                     )
                     for r in run.results
                 ],
             )
         return True
 
-    def rows(self, query: Query = Query()) -> list[Row]:
+    def rows(self, query: Query = ALL_ROWS) -> list[Row]:
         where, params = [], []
         for column, value in (
             ("r.device_key", query.device_key),
@@ -345,7 +332,7 @@ class SQLiteStore(Store):
         row = self._db.execute(
             "SELECT samples FROM results WHERE run_id = ? AND benchmark = ?", (run_id, benchmark)
         ).fetchone()
-        return None if row is None or row[0] is None else _unpack(row[0])
+        return None if row is None or row[0] is None else unpack(row[0])
 
     def prune_samples(self, keep: int) -> int:
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
@@ -361,6 +348,49 @@ class SQLiteStore(Store):
             )
             return cur.rowcount
 
+    def kept_runs(self, digests: Collection[str] | None = None) -> list[KeptRun]:
+        cols = (
+            "id, digest, source, device_key, mode, branch, git_commit, commit_time, run_time, "
+            "fingerprint, segment, added_at, verdict"
+        )
+        if digests is None:
+            runs = self._db.execute(f"SELECT {cols} FROM runs ORDER BY id").fetchall()
+        else:
+            runs = []
+            for part in chunks(list(digests), 500):  # SQLite's bound on parameters
+                marks = ", ".join("?" * len(part))
+                sql = f"SELECT {cols} FROM runs WHERE digest IN ({marks})"
+                runs += self._db.execute(sql, list(part)).fetchall()
+            runs.sort(key=lambda r: r[0])
+        results: dict[int, list[KeptResult]] = {r[0]: [] for r in runs}
+        sql = (
+            "SELECT run_id, benchmark, grp, median, ci_low, ci_high, rounds, samples FROM results "
+            "ORDER BY run_id, benchmark"
+        )
+        for row in self._db.execute(sql):
+            if row[0] in results:
+                results[row[0]].append(KeptResult(*row[1:7], _bytes(row[7])))
+        return [KeptRun(*r[1:], results=tuple(results[r[0]])) for r in runs]
+
+    def _atomic(self):
+        return self._transaction()
+
+    def _insert_kept(self, run: KeptRun) -> None:
+        cur = self._db.execute(
+            "INSERT INTO runs (digest, source, device_key, mode, branch, git_commit, "
+            "commit_time, run_time, fingerprint, segment, added_at, verdict) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (run.digest, run.source, run.device_key, run.mode, run.branch, run.commit,
+             run.commit_time, run.run_time, run.fingerprint, run.segment, run.added_at,
+             run.verdict),
+        )  # fmt: skip
+        self._db.executemany(
+            "INSERT INTO results (run_id, benchmark, grp, median, ci_low, ci_high, rounds, "
+            "samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            [(cur.lastrowid, r.benchmark, r.group, r.median, r.ci_low, r.ci_high, r.rounds,
+              r.samples) for r in run.results],
+        )  # fmt: skip
+
     def close(self) -> None:
         self._close_quietly()
 
@@ -371,13 +401,5 @@ class SQLiteStore(Store):
             self._db = None
 
 
-def _pack(samples: tuple[float, ...]) -> bytes:
-    return struct.pack(f"<{len(samples)}d", *samples)
-
-
-def _unpack(blob: bytes) -> tuple[float, ...]:
-    return struct.unpack(f"<{len(blob) // 8}d", blob)
-
-
-def _one_line(exc: BaseException) -> str:
-    return " ".join(str(exc).split())
+def _bytes(blob: bytes | memoryview | None) -> bytes | None:
+    return None if blob is None else bytes(blob)

@@ -54,9 +54,9 @@ def add_options(parser: argparse.ArgumentParser, *, against: bool = False) -> No
     )
     group.add_argument(
         "--db",
-        metavar="PATH",
-        help="the history store of --history and --against history (default: db of "
-        "[tool.perfgate-history])",
+        metavar="STORE",
+        help="the history store of --history and --against history: a SQLite path or a "
+        "postgresql:// URL (default: $PERFGATE_HISTORY_URL, else db of [tool.perfgate-history])",
     )
     if against:
         group.add_argument(
@@ -83,7 +83,9 @@ def check(args: argparse.Namespace, outputs: Iterable[Path] = ()) -> None:
     append, against = _uses(args)
     if args.db and not (append or against):
         flags = "--history or --against history" if hasattr(args, "against") else "--history"
-        raise HistoryOptionError(f"--db {args.db}: names the store of {flags}; give one")
+        raise HistoryOptionError(
+            f"--db {store.display(args.db)}: names the store of {flags}; give one"
+        )
     if args.history_branch is not None and not append:
         raise HistoryOptionError(f"--history-branch {args.history_branch}: needs --history")
     if args.history_branch is not None and not args.history_branch.strip():
@@ -93,16 +95,19 @@ def check(args: argparse.Namespace, outputs: Iterable[Path] = ()) -> None:
     from perfgate import atomic
 
     cfg = config.load()  # HistoryConfigError is a ValueError: one line, exit 2
-    db = args.db or cfg.db
     try:
-        atomic.check_not_tracked("--db", Path(store.sqlite_path(db)))
+        db = store.location(args.db, cfg.db)
+        local = store.local_path(db)
+        if local is not None:
+            atomic.check_not_tracked("--db", local)
+        store.check_usable(db, write=append)
     except atomic.OutputError as exc:
         raise HistoryOptionError(str(exc)) from None
-    try:
-        path = Path(os.path.realpath(store.sqlite_path(db)))
-        store.check_usable(db, write=append)
     except store.StoreError as exc:
         raise HistoryOptionError(f"--db: {exc}") from None
+    if local is None:  # a server: no file of this run can be it
+        return
+    path = Path(os.path.realpath(local))
     results = getattr(args, "results_dir", None)
     if results is not None and Path(os.path.realpath(results)) in path.parents:
         raise HistoryOptionError(
@@ -134,7 +139,7 @@ def keep(
         return rc
     try:
         cfg = config.load()
-        db = args.db or cfg.db
+        db = store.location(args.db, cfg.db)
         with store.open_store(db, write=True) as s:
             (done,) = add_runs(s, [run], samples_kept=cfg.samples_kept)
     except (store.StoreError, config.HistoryConfigError) as exc:
@@ -146,7 +151,7 @@ def keep(
     print(
         f"perfgate {prog}: --history: {state}: {r.source} ({r.device_key}, {r.mode}, "
         f"{len(r.results)} benchmarks, commit {r.commit[:12]}, branch {r.branch or '-'}{judged}) "
-        f"in {db}"
+        f"in {store.display(db)}"
     )
     return rc
 
@@ -168,9 +173,9 @@ def judged_against(
 
     try:
         cfg = config.load()
-        db = args.db or cfg.db
+        db = store.location(args.db, cfg.db)
         if not store.exists(db):
-            picked = against.HistoryBaseline(None, f"no history at {db}")
+            picked = against.HistoryBaseline(None, f"no history at {store.display(db)}")
         else:
             with store.open_store(db, write=False) as s:
                 picked = against.history_baseline(

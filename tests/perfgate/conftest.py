@@ -170,3 +170,35 @@ def history_git() -> Callable[..., Any]:
     if git("rev-parse", "--is-shallow-repository").stdout.strip() != "false":
         pytest.skip("needs the whole git history (this checkout has none or a shallow one)")
     return git
+
+
+# -- history stores: SQLite, and PostgreSQL on a throwaway server (tests/perfgate/pgserver.py) -----
+@pytest.fixture(scope="session")
+def pg_server():
+    """The session's throwaway PostgreSQL server; the test skips, saying why, where none can be
+    started (no server programs, no psycopg), and fails instead in CI (pgserver.required)."""
+    from tests.perfgate import pgserver
+
+    try:
+        server = pgserver.Server()
+    except (pgserver.Unavailable, ImportError) as exc:
+        reason = f"no PostgreSQL server for the history store tests: {exc}"
+        if pgserver.required():
+            pytest.fail(f"{reason} (CI is set: these tests must run here)")
+        pytest.skip(reason)
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def pg_url(pg_server) -> str:
+    """A URL of the session's server naming a new, empty schema: a store of its own."""
+    return pg_server.fresh_url()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def history_db(request, tmp_path):
+    """Where a test's store goes, once for each kind: a SQLite path, then a PostgreSQL URL."""
+    if request.param == "sqlite":
+        return tmp_path / "h.sqlite"
+    return request.getfixturevalue("pg_url")

@@ -266,10 +266,16 @@ def test_mode_help_lists_every_mode(capsys, command):
     assert "host" in modes.MODE_NAMES
 
 
-HEAVY = ("torch", "triton", "matplotlib", "ruptures")
+HEAVY = ("torch", "triton", "matplotlib", "ruptures", "psycopg")
 
 
-@pytest.mark.parametrize("command", ["", *sorted(build_parser().commands)])
+def _history_subcommands() -> list[str]:
+    history = build_parser().commands["history"]
+    (sub,) = [a for a in history._actions if isinstance(a, argparse._SubParsersAction)]
+    return [f"history {name}" for name in sorted(sub.choices)]
+
+
+@pytest.mark.parametrize("command", ["", *sorted(build_parser().commands), *_history_subcommands()])
 def test_help_loads_no_heavy_library(command):
     # --help answers at once, also where torch is absent (the container launcher's host) or
     # slow to import (4 s on the H200): the commands import their heavy libraries when they run

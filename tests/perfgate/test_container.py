@@ -153,6 +153,7 @@ def test_environment_passes_what_the_session_needs_and_nothing_else() -> None:
         # host paths and secrets stay outside
         "GITHUB_STEP_SUMMARY": "/home/runner/_work/_temp/summary",
         "GITHUB_TOKEN": "ghs_secret",
+        "PERFGATE_HISTORY_URL": "postgresql://runner:secret@db/perf",
         "GITHUB_WORKSPACE": "/home/runner/_work/repo",
         "PERFGATE_HOST_UID": "0",  # must not override the real uid
         # unrelated host state

@@ -20,12 +20,16 @@ from tools.history_demo import DEFAULT_SOURCE, make_run, write_history
 CFG = config.load()
 
 
-@pytest.fixture(scope="module")
-def kept(tmp_path_factory):
-    """8 runs of main, a new torch from run 5 (so the newest segment holds runs 5, 6, 7)."""
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def kept(request, tmp_path_factory):
+    """8 runs of main, a new torch from run 5 (so the newest segment holds runs 5, 6, 7), in a
+    SQLite store, then in a PostgreSQL one."""
     root = tmp_path_factory.mktemp("against")
     runs = write_history(root / "runs", runs=8, step_at=None, new_torch_at=5, max_rounds=30)
-    db = root / "h.sqlite"
+    if request.param == "sqlite":
+        db = root / "h.sqlite"
+    else:
+        db = request.getfixturevalue("pg_server").fresh_url()
     with store.open_store(db, write=True) as s:
         append.append_runs(s, runs, branch="main", samples_kept=CFG.samples_kept)
     return db, runs

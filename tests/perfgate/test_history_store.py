@@ -1,5 +1,6 @@
 """perfgate history: the store, ``history add`` (idempotent, bad files refused) and ``history list``,
-on the repository's real H200 results files and on synthetic runs made from them."""
+on the repository's real H200 results files and on synthetic runs made from them. The tests
+taking ``history_db`` run once on a SQLite file and once on a PostgreSQL server (conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 
 from perfgate.__main__ import main
 from perfgate.history import append, config, records, store
+from tests.perfgate.pgserver import sql
 from tools.history_demo import write_history
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,13 +24,21 @@ H200 = REPO / "perf_baselines" / "nvidia-h200"
 REAL = [H200 / "device.json", H200 / "leaderboard.json", H200 / "host.json"]
 
 
-def _count(db: Path, table: str) -> int:
-    with sqlite3.connect(db) as c:
-        return c.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+def _migrations(db) -> dict[int, tuple[str, ...]]:
+    """The migrations of the store at ``db``: its kind's own SQL."""
+    if store.is_server(db):
+        from perfgate.history import pgstore
+
+        return pgstore.MIGRATIONS
+    return store.MIGRATIONS
 
 
-def test_add_real_results_files_is_idempotent(tmp_path, capsys):
-    db = tmp_path / "h.sqlite"
+def _count(db, table: str) -> int:
+    return sql(db, f"SELECT count(*) FROM {table}")[0][0]
+
+
+def test_add_real_results_files_is_idempotent(history_db, tmp_path, capsys):
+    db = history_db
     assert main(["history", "add", *map(str, REAL), "--db", str(db)]) == 0
     assert "3 runs added, 0 already kept" in capsys.readouterr().out
     rows = _count(db, "results")
@@ -41,8 +51,8 @@ def test_add_real_results_files_is_idempotent(tmp_path, capsys):
     assert (_count(db, "runs"), _count(db, "results")) == (3, rows)
 
 
-def test_a_row_holds_what_the_file_says(tmp_path):
-    db = tmp_path / "h.sqlite"
+def test_a_row_holds_what_the_file_says(history_db):
+    db = history_db
     data = json.loads(REAL[0].read_text())
     with store.open_store(db, write=True) as s:
         append.append_run(s, REAL[0], branch="main")
@@ -71,9 +81,9 @@ def test_a_row_holds_what_the_file_says(tmp_path):
     ],
 )
 def test_a_malformed_file_is_exit_2_with_one_line_and_adds_nothing(
-    tmp_path, capsys, content, expected
+    history_db, tmp_path, capsys, content, expected
 ):
-    db = tmp_path / "h.sqlite"
+    db = history_db
     bad = H200 / "host_counts.json" if content is None else tmp_path / "bad.json"
     if content is not None:
         bad.write_text(content)
@@ -83,7 +93,7 @@ def test_a_malformed_file_is_exit_2_with_one_line_and_adds_nothing(
     assert _count(db, "runs") == 0  # the good file before it was not added either
 
 
-def test_a_dirty_or_commitless_run_is_refused(tmp_path, capsys):
+def test_a_dirty_or_commitless_run_is_refused(history_db, tmp_path, capsys):
     for field, value, expected in (
         ("git_dirty", True, "uncommitted changes"),
         ("git_commit", None, "fingerprint.git_commit is None"),
@@ -92,13 +102,13 @@ def test_a_dirty_or_commitless_run_is_refused(tmp_path, capsys):
         data["machine_info"]["perfgate"]["fingerprint"][field] = value
         path = tmp_path / f"{field}.json"
         path.write_text(json.dumps(data))
-        assert main(["history", "add", str(path), "--db", str(tmp_path / "h.sqlite")]) == 2
+        assert main(["history", "add", str(path), "--db", str(history_db)]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and expected in err
 
 
-def test_list_filters_by_keyword_and_writes_json(tmp_path, capsys):
-    db = tmp_path / "h.sqlite"
+def test_list_filters_by_keyword_and_writes_json(history_db, tmp_path, capsys):
+    db = history_db
     assert main(["history", "add", *map(str, REAL), "--db", str(db)]) == 0
     out = tmp_path / "rows.json"
     assert main(["history", "list", "--db", str(db), "-k", "m16-n2112", "--json", str(out)]) == 0
@@ -117,9 +127,9 @@ def test_list_filters_by_keyword_and_writes_json(tmp_path, capsys):
     assert "--mode fast: expected one of" in capsys.readouterr().err
 
 
-def test_list_orders_each_series_by_commit_date(tmp_path):
+def test_list_orders_each_series_by_commit_date(history_db, tmp_path):
     runs = write_history(tmp_path / "runs", runs=6, step_at=None, new_torch_at=None, max_rounds=12)
-    db = tmp_path / "h.sqlite"
+    db = history_db
     with store.open_store(db, write=True) as s:
         append.append_runs(s, list(reversed(runs)))  # added newest first
         rows = s.rows(store.Query(keyword="m4-n2880"))
@@ -154,8 +164,8 @@ def test_stores_that_cannot_be_used(tmp_path, capsys):
         c.execute("CREATE TABLE t (x)")
     assert main(["history", "add", str(REAL[0]), "--db", str(foreign)]) == 2
     assert "not a perfgate history" in capsys.readouterr().err
-    assert main(["history", "list", "--db", "postgresql://ci/perf"]) == 2
-    assert "postgresql:// stores are not available" in capsys.readouterr().err
+    assert main(["history", "list", "--db", "mysql://ci/perf"]) == 2
+    assert "mysql:// is no kind of store" in capsys.readouterr().err
     assert main(["history", "list", "--db", str(tmp_path)]) == 2
     assert "is a directory" in capsys.readouterr().err
 
@@ -179,19 +189,19 @@ def test_schema_migrates_from_empty_and_refuses_a_newer_one(tmp_path):
             store.open_store(db, write=write)
 
 
-def test_a_schema_1_store_is_migrated_and_keeps_its_runs_without_verdicts(tmp_path):
+def test_a_schema_1_store_is_migrated_and_keeps_its_runs_without_verdicts(history_db):
     """Schema 2 added the runs' gate verdict; a store of schema 1 (a run kept) is migrated by
     the next write, its runs' verdicts unknown, and refused read-only until then."""
-    db = tmp_path / "h.sqlite"
-    with sqlite3.connect(db) as c:
-        for statement in store.MIGRATIONS[1]:
-            c.execute(statement)
-        c.execute("INSERT INTO meta VALUES ('schema_version', '1')")
-        c.execute(
-            "INSERT INTO runs (digest, source, device_key, mode, git_commit, fingerprint, "
-            "segment, added_at) VALUES ('d', 's.json', 'k', 'device', 'c', '{}', 'g', 'now')"
-        )
-        c.execute("INSERT INTO results VALUES (1, 'b', NULL, 1.0, 0.9, 1.1, 3, NULL)")
+    db = history_db
+    for statement in _migrations(db)[1]:
+        sql(db, statement)
+    sql(db, "INSERT INTO meta VALUES ('schema_version', '1')")
+    sql(
+        db,
+        "INSERT INTO runs (digest, source, device_key, mode, git_commit, fingerprint, "
+        "segment, added_at) VALUES ('d', 's.json', 'k', 'device', 'c', '{}', 'g', 'now')",
+    )
+    sql(db, "INSERT INTO results VALUES (1, 'b', NULL, 1.0, 0.9, 1.1, 3, NULL)")
     with pytest.raises(store.OlderSchemaError, match="schema version 1 is older"):
         store.open_store(db, write=False)
     with store.open_store(db, write=True) as s:
@@ -204,9 +214,9 @@ def test_a_schema_1_store_is_migrated_and_keeps_its_runs_without_verdicts(tmp_pa
     assert verdicts == {("s.json", None), (str(REAL[0]), "pass")}
 
 
-def test_samples_are_kept_for_the_newest_runs_only(tmp_path):
+def test_samples_are_kept_for_the_newest_runs_only(history_db, tmp_path):
     runs = write_history(tmp_path / "runs", runs=5, step_at=None, new_torch_at=None, max_rounds=12)
-    with store.open_store(tmp_path / "h.sqlite", write=True) as s:
+    with store.open_store(history_db, write=True) as s:
         append.append_runs(s, runs, samples_kept=2)
         rows = s.rows(store.Query(keyword="m4-n2880"))
         assert [r.has_samples for r in rows] == [False, False, False, True, True]

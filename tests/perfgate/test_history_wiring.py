@@ -1,6 +1,7 @@
 """``--history`` on bench, update-baselines and ab, and ``bench --against history``, on the CPU:
 pytest is replaced by a fake that writes results files (as in test_bench_cli), the A/B
-measurement by a fake that writes its samples file."""
+measurement by a fake that writes its samples file. The tests taking ``history_db`` run on a
+SQLite store, then on a PostgreSQL one (conftest.py)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from perfgate.gate import baseline as bl
 from perfgate.gate import paths
 from perfgate.history import config, store
 from perfgate.history.records import AB_MODE
+from tests.perfgate.pgserver import sql
 
 NAMES = [
     "tests/perf/test_leaderboard.py::test_leaderboard[m4-n2880-k512]",
@@ -59,9 +61,10 @@ def gpu(monkeypatch, tmp_path, make_result, gpu_like):
     return state
 
 
-def _runs(db: Path) -> list[tuple]:
-    with sqlite3.connect(db) as c:
-        return c.execute("SELECT mode, branch, git_commit, source FROM runs ORDER BY id").fetchall()
+def _runs(db) -> list[tuple]:
+    return [
+        tuple(r) for r in sql(db, "SELECT mode, branch, git_commit, source FROM runs ORDER BY id")
+    ]
 
 
 def _rows(db: Path):
@@ -72,7 +75,8 @@ def _rows(db: Path):
 
 
 # -- bench --history -----------------------------------------------------------------------------
-def test_bench_history_appends_each_run_with_its_samples(gpu, capsys):
+def test_bench_history_appends_each_run_with_its_samples(gpu, history_db, capsys):
+    gpu["db"] = history_db
     argv = ["bench", "--allow-missing-baseline", "--history", "--db", str(gpu["db"]), *gpu["dirs"]]
     assert main(argv) == 0
     assert main(argv) == 0
@@ -89,12 +93,12 @@ def test_bench_history_appends_each_run_with_its_samples(gpu, capsys):
         assert samples[(row.run_id, name)] == tuple(values)
 
 
-def _verdicts(db: Path) -> list:
-    with sqlite3.connect(db) as c:
-        return [r[0] for r in c.execute("SELECT verdict FROM runs ORDER BY id")]
+def _verdicts(db) -> list:
+    return [r[0] for r in sql(db, "SELECT verdict FROM runs ORDER BY id")]
 
 
-def test_bench_history_keeps_the_gates_verdict(gpu, capsys):
+def test_bench_history_keeps_the_gates_verdict(gpu, history_db, capsys):
+    gpu["db"] = history_db
     argv = ["bench", "--history", "--db", str(gpu["db"]), *gpu["dirs"]]
     assert main([*argv, "--allow-missing-baseline"]) == 0  # nothing to judge against: no verdict
     assert main(["update-baselines", *gpu["dirs"]]) == 0
@@ -118,7 +122,8 @@ def _results_with_report(gpu, factor: float) -> tuple[Path, Path]:
     return where / "device.json", where / "device.compare.json"
 
 
-def test_history_add_verdicts_reads_the_report_beside_each_run(gpu, capsys):
+def test_history_add_verdicts_reads_the_report_beside_each_run(gpu, history_db, capsys):
+    gpu["db"] = history_db
     assert main(["update-baselines", *gpu["dirs"]]) == 0
     good, _ = _results_with_report(gpu, 1.0)
     bad, _ = _results_with_report(gpu, 1.3)
@@ -195,7 +200,8 @@ def test_history_branch_names_the_branch(gpu):
     assert [r[1] for r in _runs(gpu["db"])] == [None, "main"]
 
 
-def test_update_baselines_history_appends_the_pooled_baseline(gpu, capsys):
+def test_update_baselines_history_appends_the_pooled_baseline(gpu, history_db, capsys):
+    gpu["db"] = history_db
     argv = ["update-baselines", "--runs", "3", "--history", "--db", str(gpu["db"]), *gpu["dirs"]]
     assert main(argv) == 0
     (run,) = _runs(gpu["db"])
@@ -232,7 +238,7 @@ def test_a_run_that_did_not_complete_appends_nothing(gpu, monkeypatch):
         (["--history", "--db", "{tmp}/newer.sqlite"], "newer than this perfgate's"),
         (["--history", "--db", "{tmp}/foreign.sqlite"], "not a perfgate history"),
         (["--against", "history", "--db", "{tmp}/older.sqlite"], "older than this perfgate's"),
-        (["--history", "--db", "postgresql://ci/h"], "postgresql:// stores are not available"),
+        (["--history", "--db", "mysql://ci/h"], "mysql:// is no kind of store"),
     ],
 )
 def test_unusable_history_options_are_refused_before_anything_runs(gpu, capsys, extra, message):
@@ -270,7 +276,8 @@ def _append(gpu, n: int, *extra: str) -> None:
         assert main([*argv, *extra, *gpu["dirs"]]) == 0
 
 
-def test_against_history_pools_the_last_runs_of_main(gpu, capsys, monkeypatch):
+def test_against_history_pools_the_last_runs_of_main(gpu, history_db, capsys, monkeypatch):
+    gpu["db"] = history_db
     # the history's threshold rule set apart from the stored gate's (both 0.025 and 3.0 in
     # pyproject), so that the report shows which table was read
     import dataclasses
@@ -303,7 +310,8 @@ def test_against_history_pools_the_last_runs_of_main(gpu, capsys, monkeypatch):
     assert report["summary"]["settings"]["drift_factor"] == 7  # the command line wins
 
 
-def test_against_history_too_short_falls_back_to_the_stored_baseline(gpu, capsys):
+def test_against_history_too_short_falls_back_to_the_stored_baseline(gpu, history_db, capsys):
+    gpu["db"] = history_db
     assert main(["update-baselines", *gpu["dirs"]]) == 0
     _append(gpu, CFG.min_runs - 1)
     capsys.readouterr()
@@ -324,6 +332,30 @@ def test_against_history_without_a_store_or_a_baseline_is_the_missing_baseline(g
     assert f"WARNING: --against history: no history at {gpu['db']}" in err
     assert "no device baseline for device 'nvidia-h200'" in err
     assert not gpu["db"].exists()
+
+
+def test_against_history_judges_alike_on_both_stores(gpu, pg_url, capsys):
+    """main's runs in a SQLite store and, copied by history migrate, on the server: bench
+    --against history pools the same baseline from each and writes the same reports, for a run
+    like them (exit 0) and for a 20% slower one (exit 1)."""
+    _append(gpu, CFG.baseline_runs)
+    assert main(["history", "migrate", "--from", str(gpu["db"]), "--to", pg_url]) == 0
+    results = gpu["tmp"] / "r"
+    names = ("device.history-baseline.json", "device.compare.json", "device.md", "device.json")
+    answers = {}
+    for factor in (1.0, 1.2):
+        for db in (gpu["db"], pg_url):
+            gpu["runs"], gpu["factor"] = 50, factor  # the same fake samples each time
+            capsys.readouterr()
+            rc = main(["bench", "--against", "history", "--db", str(db), *gpu["dirs"]])
+            out = capsys.readouterr().out.replace(store.display(db), "STORE")
+            assert f"pooled from the last {CFG.baseline_runs} runs of main" in out
+            files = [(results / name).read_bytes() for name in names]
+            answers[(factor, store.is_server(db))] = (rc, out, files)
+        assert answers[(factor, False)] == answers[(factor, True)]
+    assert [answers[(f, True)][0] for f in (1.0, 1.2)] == [0, 1]
+    report = json.loads(answers[(1.2, True)][2][1])
+    assert {b["verdict"] for b in report["benchmarks"]} == {"regression"}
 
 
 @pytest.mark.parametrize(
