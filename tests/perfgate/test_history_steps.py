@@ -196,13 +196,22 @@ def test_each_step_is_judged_between_its_neighbours():
 
 @pytest.mark.parametrize(
     ("cut", "found"),
-    [(2, []), (5, []), (3, [(3, 1.0, 2.0, 0.0)]), (4, [(4, 1.0, 2.0, 0.0)])],
-    ids=["left-short", "right-short", "left-min-size", "right-min-size"],
+    [(1, []), (2, []), (5, []), (6, []), (3, [(3, 1.0, 2.0, 0.0)]), (4, [(4, 1.0, 2.0, 0.0)])],
+    ids=["first-run", "left-short", "right-short", "last-run", "left-min-size", "right-min-size"],
 )
 def test_a_custom_segmenters_short_side_is_never_a_step(cut, found):
-    # 7 runs, min_size 3: a cut at 2 or 5 leaves 2 runs on a side
+    # 7 runs, min_size 3: a cut at 2 or 5 leaves 2 runs on a side, at 1 or 6 one run (inside the
+    # series: not an error)
     medians = [1.0] * cut + [2.0] * (7 - cut)
     assert _found(medians, _settings(), segmenter=_cuts(cut)) == found
+
+
+def test_medians_are_taken_as_float64_whatever_their_dtype():
+    # float32 runs 1 and 1 + 2^-23: their median is 1 + 2^-24 in float64, a tie that float32
+    # arithmetic rounds to 1
+    medians = np.array([1.0, 1 + 2**-23, 1.0, 1 + 2**-23, 2.0, 2.0, 2.0, 2.0], dtype=np.float32)
+    ((index, before, after, _),) = _found(medians, _settings(), segmenter=_cuts(4))
+    assert (index, before, after) == (4, 1 + 2**-24, 2.0)
 
 
 def test_sides_without_spread_are_certain():
@@ -269,3 +278,22 @@ def test_of_equal_failing_changes_and_p_values_the_earlier_goes_first():
         medians, _settings(min_effect=0.3, min_size=2), _cuts(2, 4)
     )
     assert (index, before, after) == (4, 4.5, 6.25)
+
+
+# The p-value of a proposal that can never be a step is 1, the least significant there is: the
+# weakest-first order removes it before any judged proposal of the same change.
+@pytest.mark.parametrize(
+    ("x", "cut", "p"),
+    [
+        ([0.0] * 2 + [1.0] * 5, 2, 1.0),  # a short side
+        ([0.0] * 5 + [1.0] * 2, 5, 1.0),
+        ([0.5] * 6, 3, 1.0),  # two flat sides at the same level
+        ([0.0] * 3 + [1.0] * 3, 3, 0.0),  # two flat sides at different levels: certain
+        # a variance that underflows (5e-324^2 is 0): scipy's p is NaN, never a step
+        ([0.0, 0.0, 5e-324, 0.0, 0.0, 0.0], 3, 1.0),
+    ],
+    ids=["left-short", "right-short", "flat-equal", "flat-apart", "nan"],
+)
+def test_a_proposal_that_cannot_be_a_step_has_p_one(x, cut, p):
+    x = np.array(x)
+    assert steps._judge(np.exp(x), x, [cut], 0, _settings()).p_value == p
