@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -124,6 +125,92 @@ def test_run_stops_its_child_when_waiting_ends_in_an_exception(tmp_path):
     # stopped at once (SIGTERM), not waited for until its 30 s were up
     assert time.monotonic() - start < 1.0 + spawn.GRACE_S
     assert _gone(int(mark.read_text()))
+
+
+# A child that cleans up when asked: on SIGTERM it ends its own child (a sleeper it started
+# without perfgate, so nothing else would stop it), writes how that child ended, and exits 3.
+_POLITE = """
+import signal, subprocess, sys
+from pathlib import Path
+out = Path(sys.argv[1])
+sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+
+def clean_up(signum, frame):
+    sleeper.terminate()
+    (out / "cleaned").write_text(str(sleeper.wait()))
+    sys.exit(3)
+
+signal.signal(signal.SIGTERM, clean_up)
+(out / "ready").write_text(str(sleeper.pid))
+signal.pause()
+"""
+
+# A child that outstays SIGTERM: it notes when the signal came (CLOCK_MONOTONIC, which every
+# process on the machine shares) and goes on sleeping.
+_STUBBORN = """
+import signal, sys, time
+from pathlib import Path
+out = Path(sys.argv[1])
+signal.signal(signal.SIGTERM, lambda s, f: (out / "term").write_text(repr(time.monotonic())))
+(out / "ready").write_text("")
+while True:
+    time.sleep(60)
+"""
+
+
+@contextlib.contextmanager
+def _child(script: str, tmp_path: Path, watchdog_s: float):
+    """``script`` started through spawn.popen, once it is ready; a watchdog kills it after
+    ``watchdog_s``, so that a stop that never kills cannot hang the test (it fails instead)."""
+    proc = spawn.popen([sys.executable, "-c", script, str(tmp_path)])
+    watchdog = threading.Timer(watchdog_s, lambda: proc.poll() is None and proc.kill())
+    try:
+        assert _wait_for((tmp_path / "ready").is_file), "the child never got ready"
+        watchdog.start()
+        yield proc
+    finally:
+        watchdog.cancel()
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+
+
+def test_stop_asks_first_and_a_child_that_listens_cleans_up(tmp_path):
+    grace = 10.0
+    with _child(_POLITE, tmp_path, watchdog_s=2 * grace) as proc:
+        sleeper = int((tmp_path / "ready").read_text())
+        try:
+            start = time.monotonic()
+            spawn.stop(proc, grace=grace)
+            took = time.monotonic() - start
+        finally:  # a child killed outright leaves its sleeper behind
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(sleeper, signal.SIGKILL)
+    assert proc.returncode == 3  # its own exit, from its SIGTERM handler: not killed
+    assert (tmp_path / "cleaned").read_text() == str(-signal.SIGTERM)  # it ended its child
+    assert took < grace  # returned as soon as the child was gone, not after the grace
+
+
+def test_stop_kills_a_child_that_outstays_sigterm_only_after_the_grace(tmp_path):
+    grace = 1.5
+    with _child(_STUBBORN, tmp_path, watchdog_s=grace + 20) as proc:
+        start = time.monotonic()
+        spawn.stop(proc, grace=grace)
+        end = time.monotonic()
+        assert proc.returncode == -signal.SIGKILL
+    asked = float((tmp_path / "term").read_text())
+    assert start <= asked < start + grace  # SIGTERM first, at once
+    assert end - start >= grace  # SIGKILL only once the grace was over
+    assert end - start < grace + 10  # and then at once: the watchdog never had to
+
+
+def test_stop_leaves_an_ended_child_alone(tmp_path):
+    proc = spawn.popen([sys.executable, "-c", "raise SystemExit(5)"])
+    proc.wait()
+    sent = []
+    proc.send_signal = sent.append  # terminate() and kill() both send through it
+    spawn.stop(proc, grace=0.0)
+    assert (proc.returncode, sent) == (5, [])
 
 
 # A writer that stops inside perfgate's atomic write (before the rename), as `python -m perfgate`
