@@ -71,6 +71,19 @@ def _gone(pid: int) -> bool:
         return True
 
 
+@contextlib.contextmanager
+def _reaped(proc: subprocess.Popen):
+    """``proc``, killed if it still runs and waited for however the test ends: a failed test
+    must not leave an exited child for the next ``os.wait()`` of its process (mutmut's runner,
+    which runs the tests in its own process, reaps any child and stops at one it did not start)."""
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
 def _wait_for(check, timeout: float = 20.0) -> bool:
     end = time.monotonic() + timeout
     while time.monotonic() < end:
@@ -92,11 +105,12 @@ def test_a_killed_update_baselines_isa_takes_its_child_with_it(tmp_path, sig):
         text=True,
     )
     first = Path(f"{mark}.0")
-    assert _wait_for(lambda: first.is_file() and first.read_text()), "the child never started"
-    child = int(first.read_text())
-    started = time.monotonic()
-    parent.send_signal(sig)
-    _, err = parent.communicate(timeout=30)
+    with _reaped(parent):
+        assert _wait_for(lambda: first.is_file() and first.read_text()), "the child never started"
+        child = int(first.read_text())
+        started = time.monotonic()
+        parent.send_signal(sig)
+        _, err = parent.communicate(timeout=30)
     assert parent.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 128 + sig), err
     # gone at once, long before the 5 s after which it would write
     assert _wait_for(lambda: _gone(child), timeout=2), "the child outlived its parent"
@@ -164,15 +178,13 @@ def _child(script: str, tmp_path: Path, watchdog_s: float):
     ``watchdog_s``, so that a stop that never kills cannot hang the test (it fails instead)."""
     proc = spawn.popen([sys.executable, "-c", script, str(tmp_path)])
     watchdog = threading.Timer(watchdog_s, lambda: proc.poll() is None and proc.kill())
-    try:
-        assert _wait_for((tmp_path / "ready").is_file), "the child never got ready"
-        watchdog.start()
-        yield proc
-    finally:
-        watchdog.cancel()
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        proc.wait()
+    with _reaped(proc):
+        try:
+            assert _wait_for((tmp_path / "ready").is_file), "the child never got ready"
+            watchdog.start()
+            yield proc
+        finally:
+            watchdog.cancel()
 
 
 def test_stop_asks_first_and_a_child_that_listens_cleans_up(tmp_path):
@@ -238,9 +250,10 @@ def _killed_writer(tmp_path: Path, sig: int) -> Path:
     writer = subprocess.Popen(
         [sys.executable, "-c", _WRITER, str(target), str(ready)], cwd=ROOT, env=_env()
     )
-    assert _wait_for(ready.is_file), "the writer never reached the write"
-    writer.send_signal(sig)
-    writer.wait(timeout=30)
+    with _reaped(writer):
+        assert _wait_for(ready.is_file), "the writer never reached the write"
+        writer.send_signal(sig)
+        writer.wait(timeout=30)
     assert writer.returncode == (-sig if sig == signal.SIGKILL else 128 + sig)
     assert target.read_text() == "old"  # never half of either
     return target
@@ -300,7 +313,9 @@ def _slow_isa(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
         cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True, preexec_fn=_as_a_terminal_job,
     )  # fmt: skip
-    assert _wait_for(lambda: len(list(marks.iterdir())) == 2, timeout=60), "no worker compiled"
+    if not _wait_for(lambda: len(list(marks.iterdir())) == 2, timeout=60):
+        with _reaped(isa):
+            pytest.fail("no worker compiled")
     return isa, [int(p.name) for p in marks.iterdir()]
 
 
@@ -360,12 +375,13 @@ def test_an_isa_update_stopped_at_its_second_target_replaces_no_baseline(tmp_pat
         start_new_session=True, preexec_fn=_as_a_terminal_job,
     )  # fmt: skip
     second = Path(f"{mark}.0")
-    assert _wait_for(lambda: second.is_file() and second.read_text()), "never reached target 2"
-    if how == "ctrl-c":
-        os.killpg(parent.pid, signal.SIGINT)
-    else:
-        parent.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGHUP)
-    _, err = parent.communicate(timeout=30)
+    with _reaped(parent):
+        assert _wait_for(lambda: second.is_file() and second.read_text()), "never reached target 2"
+        if how == "ctrl-c":
+            os.killpg(parent.pid, signal.SIGINT)
+        else:
+            parent.send_signal(signal.SIGTERM if how == "SIGTERM" else signal.SIGHUP)
+        _, err = parent.communicate(timeout=30)
     expected = (
         130 if how == "ctrl-c" else 128 + (signal.SIGTERM if how == "SIGTERM" else signal.SIGHUP)
     )
