@@ -417,3 +417,101 @@ def test_write_all_holds_a_stop_signal_until_every_file_is_in_place(tmp_path, mo
 )  # fmt: skip
 def test_how_a_child_ended(returncode, said, code):
     assert (spawn.describe(returncode), spawn.exit_code(returncode)) == (said, code)
+
+
+# -- run and popen against subprocess's own contract ---------------------------------------------
+# A child that echoes its stdin upper-cased to stdout, writes to stderr, and exits 4.
+_ECHO = (
+    "import sys; print(sys.stdin.read().upper(), end=''); print('e', file=sys.stderr); sys.exit(4)"
+)
+
+
+def test_run_feeds_input_and_captures_both_streams():
+    cmd = (sys.executable, "-c", _ECHO)
+    done = spawn.run(cmd, input="abc", capture_output=True, text=True)
+    assert (done.args, done.returncode, done.stdout, done.stderr) == (list(cmd), 4, "ABC", "e\n")
+
+
+def test_run_without_input_or_capture_leaves_the_streams_to_the_caller(tmp_path):
+    # stdin, stdout and stderr as given (files here), nothing captured, no error for exit 4
+    (tmp_path / "in").write_text("xyz")
+    with (tmp_path / "in").open() as stdin, (tmp_path / "out").open("w") as stdout:
+        done = spawn.run([sys.executable, "-c", _ECHO], stdin=stdin, stdout=stdout,
+                         stderr=subprocess.DEVNULL)  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (4, None, None)
+    assert (tmp_path / "out").read_text() == "XYZ"
+
+
+def test_run_with_check_raises_on_a_failed_child():
+    with pytest.raises(subprocess.CalledProcessError) as failed:
+        spawn.run([sys.executable, "-c", _ECHO], input=b"", capture_output=True, check=True)
+    assert (failed.value.returncode, failed.value.stderr) == (4, b"e\n")
+
+
+def test_run_stops_its_child_at_the_timeout(tmp_path):
+    mark = tmp_path / "pid"
+    code = f"import os, time; open({str(mark)!r}, 'w').write(str(os.getpid())); time.sleep(10)"
+    start = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        spawn.run([sys.executable, "-c", code], timeout=2.0)
+    assert time.monotonic() - start < 2.0 + spawn.GRACE_S  # not the child's 10 s
+    assert _gone(int(mark.read_text()))
+
+
+# The child reads its own parent-death signal: prctl(PR_GET_PDEATHSIG) = 2.
+_DEATH_SIGNAL = """
+import ctypes
+sig = ctypes.c_int(-1)
+ctypes.CDLL(None).prctl(2, ctypes.byref(sig))
+print(sig.value)
+"""
+
+
+def test_popen_children_get_sigterm_when_their_parent_dies():
+    proc = spawn.popen([sys.executable, "-c", _DEATH_SIGNAL], stdout=subprocess.PIPE, text=True)
+    with _reaped(proc):
+        out, _ = proc.communicate(timeout=30)
+    assert int(out) == signal.SIGTERM
+    plain = subprocess.run([sys.executable, "-c", _DEATH_SIGNAL], capture_output=True, text=True)
+    assert int(plain.stdout) == 0  # what the probe reads without spawn: none
+
+
+def test_popen_refuses_a_preexec_fn_of_the_callers():
+    with pytest.raises(TypeError, match=r"^spawn\.popen sets preexec_fn itself$"):
+        spawn.popen([sys.executable, "-c", ""], preexec_fn=lambda: None)
+
+
+def test_init_worker_ignores_ctrl_c_restores_the_stop_signals_and_asks_for_the_death_signal(
+    monkeypatch,
+):
+    # run in this process with the system calls recorded: a real one would change pytest's own
+    # handlers and death signal
+    calls = []
+    monkeypatch.setattr(spawn.signal, "signal", lambda sig, handler: calls.append((sig, handler)))
+    monkeypatch.setattr(spawn, "_prctl", lambda: lambda option, arg: calls.append((option, arg)))
+    spawn.init_worker(os.getppid())
+    assert calls == [
+        (signal.SIGINT, signal.SIG_IGN),
+        (signal.SIGTERM, signal.SIG_DFL),
+        (signal.SIGHUP, signal.SIG_DFL),
+        (1, signal.SIGTERM),  # PR_SET_PDEATHSIG
+    ]
+
+
+def test_init_worker_exits_when_its_parent_died_before_it_asked(monkeypatch):
+    # os.getppid() is no longer the parent that forked it: the death signal came too late to
+    # ever fire, so the worker ends itself
+    class Exited(Exception):
+        pass
+
+    def _exit(code):
+        raise Exited(code)
+
+    monkeypatch.setattr(spawn.signal, "signal", lambda sig, handler: None)
+    monkeypatch.setattr(spawn, "_prctl", lambda: lambda option, arg: None)
+    monkeypatch.setattr(spawn.os, "_exit", _exit)
+    spawn.init_worker(os.getppid())  # its parent is alive: it goes on
+    with pytest.raises(Exited) as exited:
+        spawn.init_worker(os.getppid() + 1)
+    (code,) = exited.value.args
+    assert isinstance(code, int) and code != 0
