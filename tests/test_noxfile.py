@@ -503,7 +503,17 @@ def test_the_real_nox_exits_2_and_runs_nothing_after(tmp_path, args, env, line):
 
 @pytest.mark.parametrize(
     ("posargs", "score"),
-    [((), ("--fail-under=perfgate.gate.process_ab=95",)), (("perfgate.history*",), ())],
+    [
+        (
+            (),
+            (
+                "--fail-under=perfgate.gate.process_ab=95",
+                "--fail-under=perfgate.history.steps=95",
+                "--fail-under=perfgate.spawn=90",
+            ),
+        ),
+        (("perfgate.history*",), ()),
+    ],
 )
 def test_mutate_runs_mutmut_then_scores_it(noxfile, tmp_path, posargs, score):
     session = FakeSession(tmp_path, "mutate", *posargs, in_place=True)
@@ -514,6 +524,27 @@ def test_mutate_runs_mutmut_then_scores_it(noxfile, tmp_path, posargs, score):
         ("mutmut", "run", *posargs),
         ("python", "-m", "tools.mutation_score", *score),
     ]
+
+
+def test_each_mutation_floor_is_a_module_mutmut_mutates_and_its_tests_exist(noxfile):
+    # a floor on a module outside only_mutate would stop the nightly run at its end (exit 2,
+    # "its mutants were not all run"), hours in
+    from fnmatch import fnmatch
+
+    from perfgate.checkout import PYPROJECT, read_toml
+
+    mutmut = read_toml(PYPROJECT, ValueError, "[tool.mutmut]")["tool"]["mutmut"]
+    unmutated = [
+        floor
+        for floor in noxfile.MUTATION_FLOORS
+        if not any(
+            fnmatch(floor.partition("=")[0].replace(".", "/") + ".py", pattern)
+            for pattern in mutmut["only_mutate"]
+        )
+    ]
+    assert unmutated == []
+    tests = mutmut["pytest_add_cli_args_test_selection"]
+    assert [t for t in tests if not (ROOT / t).is_file()] == []
 
 
 def test_the_flags_module_loads_by_path_with_nothing_installed(tmp_path):

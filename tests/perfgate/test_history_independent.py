@@ -85,3 +85,28 @@ def test_the_penalty_is_penalty_times_noise_squared_times_ln_runs(m, scale, foun
     medians = [1.0] * m + [math.exp(d)] * m
     found_at = [s.index for s in steps.find_steps(medians, SETTINGS)]
     assert found_at == ([m] if found else [])
+
+
+# The same rule where the noise is not the floor, so that its scale decides: each half repeats
+# 0, 0, e four times (m = 12). Its first differences hold 8 zeros, 8 of +e, 6 of -e and, at the
+# step, d - e (d is 1.7e here, so d - e sits between 0 and e): their median is 0 and the median
+# of their absolute values e, so the noise is 1.4826 e / sqrt(2). The halves have the same mean
+# but for d, so the split at m again gains m/2 x d^2, and d0 is as above with that noise; a split
+# inside a half gains less than e^2, against a penalty above 17 e^2. A noise estimate off by a
+# factor k moves the threshold by k: 2% of gain either side is 1% of noise.
+NOISY_HALF = [0.0, 0.0, 0.01] * 4
+
+
+@pytest.mark.parametrize(("scale", "found"), [(0.98, False), (1.02, True)])
+def test_the_noise_in_the_penalty_is_the_scaled_mad_of_the_first_differences(scale, found):
+    pytest.importorskip(
+        "ruptures",
+        reason="the change-point search is the history extra's (pip install -e '.[history]')",
+    )
+    m, e = len(NOISY_HALF), max(NOISY_HALF)
+    noise = 1.4826 * e / math.sqrt(2)
+    d0 = math.sqrt(2 * SETTINGS.penalty * noise**2 * math.log(2 * m) / m)
+    d = d0 * math.sqrt(scale)
+    medians = [math.exp(v) for v in NOISY_HALF] + [math.exp(v + d) for v in NOISY_HALF]
+    found_at = [s.index for s in steps.find_steps(medians, SETTINGS)]
+    assert found_at == ([m] if found else [])
