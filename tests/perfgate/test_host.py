@@ -185,6 +185,26 @@ def test_cli_exit_codes(tmp_path, capsys, monkeypatch, clean):
     assert "perfgate host: error:" in capsys.readouterr().err
 
 
+def test_an_interpreter_that_cannot_run_the_kernels_is_refused_before_counting(capsys, monkeypatch):
+    # no GPU here (planted) and a triton whose interpreter cannot run the kernels (planted):
+    # one line, exit 2, nothing counted
+    import kernels.device
+    from perfgate.commands import base
+
+    def never():
+        raise AssertionError("counted in an interpreter that cannot run the kernels")
+
+    monkeypatch.setattr(census, "collect", never)
+    monkeypatch.setattr(base, "gpu_available", lambda: False)
+    monkeypatch.setattr(kernels.device, "triton_version", lambda: "3.5.1")
+    assert main(["host", "--gate"]) == 2
+    assert capsys.readouterr().err == (
+        "perfgate host: error: no GPU on this machine, and triton 3.5.1's interpreter cannot run "
+        "the kernels (tl.dot_scaled on the CPU needs triton >= 3.8); run on a GPU, or install "
+        "triton>=3.8\n"
+    )
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
