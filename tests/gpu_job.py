@@ -62,6 +62,7 @@ GPU_JOB: dict[str, str] = {
 OTHER_STEP: dict[str, str] = {
     "tests/submission/": "the job's `submission test --strict` step runs these on the export, "
     "the package folded into one file",
+    "tests/perf/": "the benchmarks: the job's bench, bench --submission and ab steps time them",
 }
 
 

@@ -31,9 +31,23 @@ def test_the_selection_is_by_file_and_folder():
     assert gpu_job.in_gpu_job("tests/test_gemm.py")
     assert not gpu_job.in_gpu_job("tests/test_gemm_other.py")
     assert not gpu_job.in_gpu_job("tests/perfgate/test_compare.py")
-    # the contract tests are the job's submission step, not its pytest step
-    assert not gpu_job.in_gpu_job("tests/submission/test_strict.py")
-    assert gpu_job.covered("tests/submission/test_strict.py")
+    # the contract tests are the job's submission step, the benchmarks its timing steps
+    for path in ("tests/submission/test_strict.py", "tests/perf/test_leaderboard.py"):
+        assert not gpu_job.in_gpu_job(path) and gpu_job.covered(path), path
+
+
+def test_the_benchmarks_pass_the_guard_where_bench_runs_them():
+    # bench, ab and bench --submission run tests/perf (marked gpu) in a pytest of their own,
+    # with this plugin loaded: the guard must see them covered, or every timing step fails
+    env = {k: v for k, v in os.environ.items() if k != "PERFGATE_REQUIRE_GPU"}
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-m", "bench",
+         "-p", "no:cacheprovider", "tests/perf"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    benchmarks = [line for line in done.stdout.splitlines() if "::" in line]
+    assert benchmarks and all(gpu_job.covered(line.split("::")[0]) for line in benchmarks)
 
 
 # Planted tests outside the GPU job, one per way of touching the device, and one that touches
