@@ -242,16 +242,38 @@ def _xdist_chosen(args: list[str]) -> bool:
     )
 
 
+def _submission_chosen(args: list[str]) -> bool:
+    """The pytest arguments already name the contract tests' subject (``--submission FILE``)."""
+    return any(a == "--submission" or a.startswith("--submission=") for a in args)
+
+
+def _export(session: nox.Session, env: SharedEnv, out: Path | str, target: str | None) -> str:
+    """The package folded into the one file a user submits (``target``'s configs; None: the
+    default, gfx950's); its path."""
+    chosen = ["--target", target] if target else []
+    env.run(session, "python", "-m", "perfgate", "submission", "export", "--out", str(out), *chosen)
+    return str(out)
+
+
 @nox.session(venv_params=EMPTY_VENV)
 def test(session: nox.Session) -> None:
     """Correctness tests (everything but benchmarks), over every core (``-n auto`` unless the
     arguments say otherwise; ``-- -n 0`` runs in one process). On a CPU, Triton runs in its
-    interpreter."""
+    interpreter. The contract tests (tests/submission/) run on the package's one-file export."""
     # In place (--no-venv: the ROCm image, a GPU box), only the test and perf extras: the Docker
     # SDK and ziglang tests skip with their reason where those are not installed.
     env = shared_env(session, "test", "perf")
-    spread = [] if _xdist_chosen(session.posargs) else ["-n", "auto"]
-    env.run(session, "pytest", "-m", "not bench", *spread, *session.posargs)
+    args = list(session.posargs)
+    spread = [] if _xdist_chosen(args) else ["-n", "auto"]
+    # The contract tests' subject is the file a user submits: the export holds the package's
+    # code with the target's tuned configs (gfx950's on a CPU: the MI355X's, in the interpreter),
+    # so one run tests both, as the GPU job's does. `-- --submission FILE` tests another file.
+    subject = []
+    if not _submission_chosen(args):
+        target = _gpu_target(session, env) if _has_gpu() else None
+        out = Path(session.create_tmp()) / f"submission-{target or 'default'}.py"
+        subject = ["--submission", _export(session, env, out, target)]
+    env.run(session, "pytest", "-m", "not bench", *spread, *subject, *args)
 
 
 @nox.session
@@ -421,9 +443,9 @@ RESULTS = Path(".perfgate/results")
 
 @nox.session(venv_params=EMPTY_VENV)
 def gpu(session: nox.Session) -> None:
-    """The GPU job: reducer build, the GPU job's tests (tests/gpu_job.py), the exported
-    submission tested and timed, host count gate, the stored baselines' verdict and, with
-    ``--base``, the A/B's.
+    """The GPU job: reducer build, the GPU job's tests (tests/gpu_job.py; the contract tests on
+    this GPU's one-file export), the export timed, host count gate, the stored baselines'
+    verdict and, with ``--base``, the A/B's.
 
     ``nox -s gpu -- [--base REV | --changed-since REV] [pytest args]``. Without ``--base`` (a
     push) the stored baselines decide. With ``--base`` (a pull request) the same-job A/B against
@@ -447,19 +469,19 @@ def gpu(session: nox.Session) -> None:
     env.run(session, "python", "-m", "kernels.reducer.build", **required)
     asked, pytest_args = _take_option(session, "-n", pytest_args)
     workers = _workers(session, env, asked)
+    # What a user submits is what is tested and gated: the one-file export for this GPU (it
+    # lands in .perfgate/results/, which the workflow uploads) is the contract tests' subject
+    # in the test step, where a failure of either tier (the leaderboard's checks, the suite's
+    # exact semantics) fails the job: the export is the package, so both decide.
+    target = _gpu_target(session, env)
+    exported = _export(session, env, f".perfgate/results/submission-{target}.py", target)
     selection = ["--gpu-job", *(["--changed-since", changed] if changed else [])]
-    env.run(session, "pytest", "-m", "not bench", *selection, *workers, *pytest_args, **required)
+    subject = [] if _submission_chosen(pytest_args) else ["--submission", exported]
+    env.run(session, "pytest", "-m", "not bench", *selection, *workers, *subject, *pytest_args,
+            **required)  # fmt: skip
     if changed is not None:
         session.log(f"smoke against {changed}: the GPU tests of the change passed; no gate ran")
         return
-    # What a user submits is what was gated: the one-file export for this GPU, tested as a file
-    # (it lands in .perfgate/results/, which the workflow uploads). --strict: the export is the
-    # package, so both tiers decide (the leaderboard's checks and the suite's exact semantics).
-    target = _gpu_target(session, env)
-    exported = f".perfgate/results/submission-{target}.py"
-    submission = ["python", "-m", "perfgate", "submission"]
-    env.run(session, *submission, "export", "--out", exported, "--target", target)
-    env.run(session, *submission, "test", exported, "--strict", *workers, **required)
     # ... and timed: leaderboard mode on the ranked shapes (the reducer group has no meaning for
     # a file; bench runs the leaderboard tier first and never times a file it rejects), gated
     # against perf_baselines/<device>/leaderboard-submission.json once one is recorded
@@ -471,18 +493,16 @@ def gpu(session: nox.Session) -> None:
     # (every pull request comparing slow with slow is how a regression reaches main unseen).
     stored = {} if base is None else {"success_codes": [0, 1]}
     env.run(session, "python", "-m", "perfgate", "bench", **stored, **required)
-    verdicts = [f"stored baselines: {_headline(RESULTS / 'device.compare.json')}"]
-    if base is not None:
-        session.log(
-            f"stored baselines: {verdicts[0].partition(': ')[2]} (beside the A/B, which decides)"
-        )
-        try:
-            env.run(session, "python", "-m", "perfgate", "ab", "--base", base, **required)
-        finally:
-            verdicts.insert(0, f"A/B against {base} (decides): {_headline(RESULTS / 'ab.json')}")
-            session.log("verdicts: " + "; ".join(verdicts))
-    else:
-        session.log("verdicts: " + verdicts[0] + " (decides)")
+    stored_verdict = f"stored baselines: {_headline(RESULTS / 'device.compare.json')}"
+    if base is None:
+        session.log(f"verdicts: {stored_verdict} (decides)")
+        return
+    session.log(f"{stored_verdict} (beside the A/B, which decides)")
+    try:
+        env.run(session, "python", "-m", "perfgate", "ab", "--base", base, **required)
+    finally:
+        ab_verdict = f"A/B against {base} (decides): {_headline(RESULTS / 'ab.json')}"
+        session.log(f"verdicts: {ab_verdict}; {stored_verdict}")
 
 
 @nox.session(venv_params=EMPTY_VENV)

@@ -57,11 +57,11 @@ GPU_JOB: dict[str, str] = {
     "tests/perfgate/test_submission_export.py": "the exported file's bits on this GPU",
     "tests/perfgate/test_leaderboard_drift.py": "the drift tool's answer where a GPU is",
     "tests/test_gpu_job.py": "this guard seeing a compiled launch",
+    "tests/submission/": "the contract tests on this GPU's one-file export (the job passes "
+    "--submission): its compiled kernels, every leaderboard output, both tiers",
 }
 # Run by another step of the GPU job, never by its pytest step (the reason is the step).
 OTHER_STEP: dict[str, str] = {
-    "tests/submission/": "the job's `submission test --strict` step runs these on the export, "
-    "the package folded into one file",
     "tests/perf/": "the benchmarks: the job's bench, bench --submission and ab steps time them",
 }
 

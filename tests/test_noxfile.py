@@ -69,6 +69,11 @@ class FakeSession:
     def install(self, *args, **kwargs):
         self.installs.append(args)
 
+    def create_tmp(self):
+        tmp = Path(self.virtualenv.location) / "tmp"
+        tmp.mkdir(parents=True, exist_ok=True)
+        return str(tmp)
+
     def log(self, *args, **kwargs):
         pass
 
@@ -138,7 +143,10 @@ def test_torch_sessions_share_one_env_filled_once(noxfile, tmp_path):
     shared = tmp_path / "shared-cpu"
     assert first.runs[0][-1] == str(shared)  # python -m venv <shared>
     assert _pip_installs(first)[0][-2:] == (noxfile.CPU_TORCH, noxfile.ISA_TRITON)
-    assert first.runs[-1] == (str(shared / "bin" / "pytest"), "-m", "not bench", "-n", "auto")
+    exported = str(tmp_path / "test" / "tmp" / "submission-default.py")
+    assert first.runs[-2][-4:] == ("submission", "export", "--out", exported)
+    assert first.runs[-1] == (str(shared / "bin" / "pytest"), "-m", "not bench", "-n", "auto",
+                              "--submission", exported)  # fmt: skip
     for name, call in [("isa", noxfile.isa), ("build", noxfile.build)]:
         later = FakeSession(tmp_path, name)
         call(later)
@@ -183,8 +191,12 @@ def test_no_venv_installs_only_the_suite_in_place(noxfile, tmp_path):
         "python", "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-e", ".",
     )  # fmt: skip
     assert not any("torch" in " ".join(r) or "venv" in r for r in session.runs)
-    # the README's command, over every core
-    assert session.runs[-1] == ("pytest", "-m", "not bench", "-n", "auto", "-x")
+    # the README's command, over every core, the contract tests on the one-file export
+    exported = str(tmp_path / "test" / "tmp" / "submission-default.py")
+    export = ("python", "-m", "perfgate", "submission", "export", "--out", exported)
+    assert session.runs[-2] == export
+    assert session.runs[-1] == ("pytest", "-m", "not bench", "-n", "auto", "--submission", exported,
+                                "-x")  # fmt: skip
     assert not (tmp_path / "shared-cpu").exists()
 
 
@@ -194,7 +206,25 @@ def test_no_venv_installs_only_the_suite_in_place(noxfile, tmp_path):
 def test_the_tests_spread_over_the_cores_unless_the_arguments_say(noxfile, tmp_path, posargs):
     session = FakeSession(tmp_path, "test", *posargs, in_place=True)
     noxfile.test(session)
-    assert session.runs[-1] == ("pytest", "-m", "not bench", *posargs)
+    assert session.runs[-1][:3] == ("pytest", "-m", "not bench")
+    assert session.runs[-1][-len(posargs) :] == posargs and "auto" not in session.runs[-1]
+
+
+@pytest.mark.parametrize("chosen", [("--submission", "mine.py"), ("--submission=mine.py",)])
+def test_a_submission_given_is_the_contract_tests_subject(noxfile, tmp_path, chosen):
+    session = FakeSession(tmp_path, "test", *chosen, in_place=True)
+    noxfile.test(session)
+    assert not any("export" in r for r in session.runs)
+    assert session.runs[-1] == ("pytest", "-m", "not bench", "-n", "auto", *chosen)
+
+
+def test_on_a_gpu_box_the_contract_tests_take_this_gpus_export(noxfile, tmp_path, monkeypatch):
+    monkeypatch.setattr(noxfile, "_has_gpu", lambda: True)
+    session = FakeSession(tmp_path, "test", in_place=True)
+    noxfile.test(session)
+    exported = str(tmp_path / "test" / "tmp" / "submission-sm90.py")
+    assert session.runs[-2][-5:] == ("export", "--out", exported, "--target", "sm90")
+    assert session.runs[-1][-2:] == ("--submission", exported)
 
 
 # ---- the GPU job and the sessions' own argument checks ------------------------------------------
@@ -254,14 +284,18 @@ def _gpu_job(noxfile, tmp_path, monkeypatch, *posargs, gpus=1, exits=None):
     return calls
 
 
+TARGET_QUERY = ("python", "-c", "from kernels.device import device_info; print(device_info().arch)")
+EXPORT = ("python", "-m", "perfgate", "submission", "export", "--out", EXPORTED, "--target", "sm90")
+
+
 def _job_steps(workers: tuple[str, ...], pytest_args: tuple[str, ...] = ()) -> list[tuple]:
     return [
         ("python", "-m", "kernels.reducer.build"),
-        ("pytest", "-m", "not bench", "--gpu-job", *workers, *pytest_args),  # tests/gpu_job.py
-        ("python", "-c", "from kernels.device import device_info; print(device_info().arch)"),
-        ("python", "-m", "perfgate", "submission", "export", "--out", EXPORTED, "--target", "sm90"),
-        # the export is the package: both tiers decide
-        ("python", "-m", "perfgate", "submission", "test", EXPORTED, "--strict", *workers),
+        TARGET_QUERY,
+        EXPORT,
+        # tests/gpu_job.py's tests; the contract tests on the export (both tiers decide)
+        ("pytest", "-m", "not bench", "--gpu-job", *workers, "--submission", EXPORTED,
+         *pytest_args),
         ("python", "-m", "perfgate", "bench", "--submission", EXPORTED, "--mode", "leaderboard",
          "--allow-missing-baseline"),
         ("python", "-m", "perfgate", "host", "--gate"),
@@ -275,7 +309,7 @@ def test_the_push_job_is_gated_by_the_stored_baselines(noxfile, tmp_path, monkey
     # every step that runs the code under test demands the GPU and the native reducer (the
     # export only writes a file)
     envs = [c[1] for c in calls if c[0][:2] != ("python", "-c")]
-    assert envs == [REQUIRED, REQUIRED, None, *[REQUIRED] * 4]
+    assert envs == [REQUIRED, None, *[REQUIRED] * 4]
     assert calls[-1][2] is None  # the stored verdict decides: exit 1 fails the job
 
 
@@ -302,15 +336,19 @@ def test_the_job_uses_the_machines_cores_or_a_worker_per_gpu(
 ):
     calls = _gpu_job(noxfile, tmp_path, monkeypatch, gpus=gpus)
     pytest_step = next(c[0] for c in calls if c[0][0] == "pytest")
-    assert pytest_step == ("pytest", "-m", "not bench", "--gpu-job", "-n", workers)
+    assert pytest_step == ("pytest", "-m", "not bench", "--gpu-job", "-n", workers,
+                           "--submission", EXPORTED)  # fmt: skip
 
 
 def test_the_smoke_runs_the_changes_gpu_tests_and_no_gate(noxfile, tmp_path, monkeypatch):
     calls = _gpu_job(noxfile, tmp_path, monkeypatch, "--changed-since", "HEAD", "-n", "2")
     assert [c[0] for c in calls] == [
         ("python", "-m", "kernels.reducer.build"),
-        ("pytest", "-m", "not bench", "--gpu-job", "--changed-since", "HEAD", "-n", "2"),
-    ]
+        TARGET_QUERY,
+        EXPORT,
+        ("pytest", "-m", "not bench", "--gpu-job", "--changed-since", "HEAD", "-n", "2",
+         "--submission", EXPORTED),
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize(
