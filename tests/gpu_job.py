@@ -27,6 +27,7 @@ own tests, and the tests that import a changed module of the suite, directly or 
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import subprocess
 import textwrap
@@ -82,14 +83,19 @@ def _relative(item: pytest.Item) -> str:
 
 
 # -- what touches the device ----------------------------------------------------------------------
-_launched: list[str] = []
+class _Launches:
+    """The Triton launches of this process: how many, and the entry the last one went through."""
+
+    count = 0
+    where = ""
 
 
 def _count_launches(cls, where: str) -> None:
     run = cls.run
 
     def counted(self, *args, **kwargs):
-        _launched.append(where)
+        _Launches.count += 1
+        _Launches.where = where
         return run(self, *args, **kwargs)
 
     counted.__wrapped__ = run  # type: ignore[attr-defined]
@@ -234,27 +240,30 @@ def pytest_report_collectionfinish(config: pytest.Config) -> str | None:
     return config.stash.get(_SMOKE, None)
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_call(item: pytest.Item):
-    before = len(_launched)
-    try:
-        return (yield)
-    finally:
-        if len(_launched) > before:
-            item.stash[_LAUNCHED] = _launched[before]
-
-
 _LAUNCHED = pytest.StashKey[str]()
+
+
+@contextlib.contextmanager
+def _watching(item: pytest.Item):
+    """Notes on ``item`` a Triton launch made inside the block (its fixtures' or its own)."""
+    before = _Launches.count
+    try:
+        yield
+    finally:
+        if _Launches.count > before:
+            item.stash[_LAUNCHED] = _Launches.where
 
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item):
-    before = len(_launched)
-    try:
+    with _watching(item):
         return (yield)
-    finally:
-        if len(_launched) > before:
-            item.stash[_LAUNCHED] = _launched[before]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    with _watching(item):
+        return (yield)
 
 
 @pytest.hookimpl(wrapper=True)
