@@ -247,6 +247,22 @@ def _submission_chosen(args: list[str]) -> bool:
     return any(a == "--submission" or a.startswith("--submission=") for a in args)
 
 
+def _submission_option(path: str) -> str:
+    """``--submission=PATH`` as one word: pytest declares the option in tests/conftest.py, which
+    it finds from the paths among its arguments before it knows the option, so a separate PATH
+    outside tests/ would be taken for a test path and the option refused."""
+    return f"--submission={path}"
+
+
+def _one_word_submission(args: list[str]) -> list[str]:
+    """``args`` with a ``--submission PATH`` given by the user joined into one word."""
+    out, rest = [], list(args)
+    while rest:
+        arg = rest.pop(0)
+        out.append(_submission_option(rest.pop(0)) if arg == "--submission" and rest else arg)
+    return out
+
+
 def _export(session: nox.Session, env: SharedEnv, out: Path | str, target: str | None) -> str:
     """The package folded into the one file a user submits (``target``'s configs; None: the
     default, gfx950's); its path."""
@@ -263,7 +279,7 @@ def test(session: nox.Session) -> None:
     # In place (--no-venv: the ROCm image, a GPU box), only the test and perf extras: the Docker
     # SDK and ziglang tests skip with their reason where those are not installed.
     env = shared_env(session, "test", "perf")
-    args = list(session.posargs)
+    args = _one_word_submission(session.posargs)
     spread = [] if _xdist_chosen(args) else ["-n", "auto"]
     # The contract tests' subject is the file a user submits: the export holds the package's
     # code with the target's tuned configs (gfx950's on a CPU: the MI355X's, in the interpreter),
@@ -272,7 +288,7 @@ def test(session: nox.Session) -> None:
     if not _submission_chosen(args):
         target = _gpu_target(session, env) if _has_gpu() else None
         out = Path(session.create_tmp()) / f"submission-{target or 'default'}.py"
-        subject = ["--submission", _export(session, env, out, target)]
+        subject = [_submission_option(_export(session, env, out, target))]
     env.run(session, "pytest", "-m", "not bench", *spread, *subject, *args)
 
 
@@ -476,7 +492,8 @@ def gpu(session: nox.Session) -> None:
     target = _gpu_target(session, env)
     exported = _export(session, env, f".perfgate/results/submission-{target}.py", target)
     selection = ["--gpu-job", *(["--changed-since", changed] if changed else [])]
-    subject = [] if _submission_chosen(pytest_args) else ["--submission", exported]
+    pytest_args = _one_word_submission(pytest_args)
+    subject = [] if _submission_chosen(pytest_args) else [_submission_option(exported)]
     env.run(session, "pytest", "-m", "not bench", *selection, *workers, *subject, *pytest_args,
             **required)  # fmt: skip
     if changed is not None:

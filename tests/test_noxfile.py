@@ -146,7 +146,7 @@ def test_torch_sessions_share_one_env_filled_once(noxfile, tmp_path):
     exported = str(tmp_path / "test" / "tmp" / "submission-default.py")
     assert first.runs[-2][-4:] == ("submission", "export", "--out", exported)
     assert first.runs[-1] == (str(shared / "bin" / "pytest"), "-m", "not bench", "-n", "auto",
-                              "--submission", exported)  # fmt: skip
+                              f"--submission={exported}")  # fmt: skip
     for name, call in [("isa", noxfile.isa), ("build", noxfile.build)]:
         later = FakeSession(tmp_path, name)
         call(later)
@@ -195,7 +195,7 @@ def test_no_venv_installs_only_the_suite_in_place(noxfile, tmp_path):
     exported = str(tmp_path / "test" / "tmp" / "submission-default.py")
     export = ("python", "-m", "perfgate", "submission", "export", "--out", exported)
     assert session.runs[-2] == export
-    assert session.runs[-1] == ("pytest", "-m", "not bench", "-n", "auto", "--submission", exported,
+    assert session.runs[-1] == ("pytest", "-m", "not bench", "-n", "auto", f"--submission={exported}",
                                 "-x")  # fmt: skip
     assert not (tmp_path / "shared-cpu").exists()
 
@@ -212,10 +212,24 @@ def test_the_tests_spread_over_the_cores_unless_the_arguments_say(noxfile, tmp_p
 
 @pytest.mark.parametrize("chosen", [("--submission", "mine.py"), ("--submission=mine.py",)])
 def test_a_submission_given_is_the_contract_tests_subject(noxfile, tmp_path, chosen):
-    session = FakeSession(tmp_path, "test", *chosen, in_place=True)
+    session = FakeSession(tmp_path, "test", *chosen, "-x", in_place=True)
     noxfile.test(session)
     assert not any("export" in r for r in session.runs)
-    assert session.runs[-1] == ("pytest", "-m", "not bench", "-n", "auto", *chosen)
+    # one word: pytest would take a separate path for a test path before it knows the option
+    assert session.runs[-1] == ("pytest", "-m", "not bench", "-n", "auto", "--submission=mine.py",
+                                "-x")  # fmt: skip
+
+
+def test_nox_test_with_a_submission_outside_tests_reaches_the_option(tmp_path):
+    # the real pytest: the option is declared in tests/conftest.py, found before it is parsed
+    subject = tmp_path / "mine.py"
+    subject.write_text("def custom_kernel(data):\n    return data\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+         f"--submission={subject}", "-k", "test_at_most_one_target"],  # testpaths: no path
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-1500:]
 
 
 def test_on_a_gpu_box_the_contract_tests_take_this_gpus_export(noxfile, tmp_path, monkeypatch):
@@ -224,7 +238,7 @@ def test_on_a_gpu_box_the_contract_tests_take_this_gpus_export(noxfile, tmp_path
     noxfile.test(session)
     exported = str(tmp_path / "test" / "tmp" / "submission-sm90.py")
     assert session.runs[-2][-5:] == ("export", "--out", exported, "--target", "sm90")
-    assert session.runs[-1][-2:] == ("--submission", exported)
+    assert session.runs[-1][-1] == f"--submission={exported}"
 
 
 # ---- the GPU job and the sessions' own argument checks ------------------------------------------
@@ -294,7 +308,7 @@ def _job_steps(workers: tuple[str, ...], pytest_args: tuple[str, ...] = ()) -> l
         TARGET_QUERY,
         EXPORT,
         # tests/gpu_job.py's tests; the contract tests on the export (both tiers decide)
-        ("pytest", "-m", "not bench", "--gpu-job", *workers, "--submission", EXPORTED,
+        ("pytest", "-m", "not bench", "--gpu-job", *workers, f"--submission={EXPORTED}",
          *pytest_args),
         ("python", "-m", "perfgate", "bench", "--submission", EXPORTED, "--mode", "leaderboard",
          "--allow-missing-baseline"),
@@ -337,7 +351,7 @@ def test_the_job_uses_the_machines_cores_or_a_worker_per_gpu(
     calls = _gpu_job(noxfile, tmp_path, monkeypatch, gpus=gpus)
     pytest_step = next(c[0] for c in calls if c[0][0] == "pytest")
     assert pytest_step == ("pytest", "-m", "not bench", "--gpu-job", "-n", workers,
-                           "--submission", EXPORTED)  # fmt: skip
+                           f"--submission={EXPORTED}")  # fmt: skip
 
 
 def test_the_smoke_runs_the_changes_gpu_tests_and_no_gate(noxfile, tmp_path, monkeypatch):
@@ -347,7 +361,7 @@ def test_the_smoke_runs_the_changes_gpu_tests_and_no_gate(noxfile, tmp_path, mon
         TARGET_QUERY,
         EXPORT,
         ("pytest", "-m", "not bench", "--gpu-job", "--changed-since", "HEAD", "-n", "2",
-         "--submission", EXPORTED),
+         f"--submission={EXPORTED}"),
     ]  # fmt: skip
 
 
