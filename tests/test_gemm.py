@@ -57,10 +57,14 @@ def _check(out: torch.Tensor, a, b_shuffle, b_scale_sh) -> None:
     )
 
 
+BLOCK_NS = (32, 64, 128)
+
+
 @st.composite
-def gemm_cases(draw):
+def gemm_cases(draw, block_n: int | None = None):
     """(m, n, k, config, seed): half the cases split K (two to four splits that all get work),
-    K ends in a partial tile in half, N and M often in partial tiles.
+    K ends in a partial tile in half, N and M often in partial tiles; ``block_n`` fixes the N
+    tile (32, 64 or 128), else it is drawn.
 
     Built from one drawn ``random.Random``, as tests/blocks.py builds blocks: hypothesis' own
     booleans and small ranges kept the split-K share anywhere from a third to a half."""
@@ -79,7 +83,7 @@ def gemm_cases(draw):
     k = block_k * steps - (64 if rnd.random() < 0.5 else 0)
     # N = 32 .. 160 against tiles of 32, 64, 128: partial N tiles of every kind; the
     # interpreter pays per program, so N stays small
-    block_n = rnd.choice((32, 64, 128))
+    block_n = block_n or rnd.choice(BLOCK_NS)
     cfg = GemmConfig(
         block_m=rnd.choice((16, 32)),
         block_n=block_n,
@@ -125,13 +129,20 @@ GEMM_CLASS_SHARE = {
 }
 
 
-@given(case=gemm_cases())
-def test_random_shapes_and_configs(device, case):
-    m, n, k, cfg, seed = case
-    for name in sorted(gemm_case_classes(m, n, k, cfg)):
-        event(f"gemm case: {name}")
-    a, _, _, b_shuffle, b_scale_sh = generate_input(m, n, k, seed, device=device)
-    _check(gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg), a, b_shuffle, b_scale_sh)
+@pytest.mark.parametrize("block_n", BLOCK_NS)
+def test_random_shapes_and_configs(device, block_n):
+    # One test per N tile, each a third of the profile's examples: the same cases in all, but
+    # three tests that xdist spreads (on a GPU every example compiles a kernel of its own)
+    @settings(max_examples=-(-settings.default.max_examples // len(BLOCK_NS)))
+    @given(case=gemm_cases(block_n=block_n))
+    def check(case):
+        m, n, k, cfg, seed = case
+        for name in sorted(gemm_case_classes(m, n, k, cfg)):
+            event(f"gemm case: {name}")
+        a, _, _, b_shuffle, b_scale_sh = generate_input(m, n, k, seed, device=device)
+        _check(gemm_a16wfp4(a, b_shuffle, b_scale_sh, config=cfg), a, b_shuffle, b_scale_sh)
+
+    check()
 
 
 def test_the_gemm_strategy_reaches_every_class():
