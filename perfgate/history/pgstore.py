@@ -23,7 +23,6 @@ import json
 import re
 from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager, suppress
-from datetime import datetime, timezone
 
 import psycopg
 from psycopg import conninfo as pg_conninfo
@@ -31,6 +30,7 @@ from psycopg import conninfo as pg_conninfo
 from perfgate.history.records import VERDICTS, Run
 from perfgate.history.store_base import (
     ALL_ROWS,
+    NEWEST_FIRST,
     SCHEMA_VERSION,
     KeptResult,
     KeptRun,
@@ -40,8 +40,12 @@ from perfgate.history.store_base import (
     Store,
     StoreError,
     display,
+    insert_run_sql,
     one_line,
-    pack,
+    result_values,
+    row_of,
+    rows_sql,
+    run_values,
     unpack,
 )
 
@@ -85,10 +89,6 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: ("ALTER TABLE runs ADD COLUMN verdict TEXT",),
 }
 _TABLES = ("meta", "runs", "results")
-_ORDER = "COALESCE(r.commit_time, r.run_time, ''), COALESCE(r.run_time, ''), r.id"
-_NEWEST_FIRST = (
-    "COALESCE(r.commit_time, r.run_time, '') DESC, COALESCE(r.run_time, '') DESC, r.id DESC"
-)
 # Transaction-level advisory locks (per database): one for migrations, so that writers opening an
 # older store at once migrate it once; one for pruning, whose row locks two writers would
 # otherwise take in different orders (a deadlock, which the server ends by failing one of them).
@@ -105,11 +105,6 @@ _DEFAULTS = {
 }
 _COPY_RESULTS = (
     "COPY results (run_id, benchmark, grp, median, ci_low, ci_high, rounds, samples) FROM STDIN"
-)
-_ROW_COLUMNS = (
-    "r.id, r.digest, r.source, r.device_key, r.mode, r.branch, r.git_commit, r.commit_time, "
-    "r.run_time, r.fingerprint, r.segment, x.benchmark, x.grp, x.median, x.ci_low, x.ci_high, "
-    "x.rounds, x.samples IS NOT NULL, r.verdict"
 )
 
 
@@ -275,32 +270,12 @@ class PostgresStore(Store):
             # a concurrent writer of the same digest: this waits for its transaction, then
             # finds the run kept (or, if that writer was killed, keeps it itself)
             kept = self._conn.execute(
-                "INSERT INTO runs (digest, source, device_key, mode, branch, git_commit, "
-                "commit_time, run_time, fingerprint, segment, added_at, verdict) "
-                "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-                "ON CONFLICT (digest) DO NOTHING RETURNING id",
-                (
-                    run.digest,
-                    run.source,
-                    run.device_key,
-                    run.mode,
-                    run.branch,
-                    run.commit,
-                    run.commit_time,
-                    run.run_time,
-                    json.dumps(run.fingerprint, sort_keys=True),
-                    run.segment,
-                    datetime.now(timezone.utc).isoformat(),
-                    run.verdict,
-                ),
+                insert_run_sql("%s") + " ON CONFLICT (digest) DO NOTHING RETURNING id",
+                run_values(run),
             ).fetchone()
             if kept is None:
                 return False
-            self._copy_results(
-                (kept[0], r.benchmark, r.group, r.median, r.ci_low, r.ci_high, r.rounds,
-                 pack(r.samples))
-                for r in run.results
-            )  # fmt: skip
+            self._copy_results(result_values(kept[0], run))
         return True
 
     def _copy_results(self, rows: Iterable[tuple]) -> None:
@@ -311,29 +286,10 @@ class PostgresStore(Store):
                 copy.write_row(row)
 
     def rows(self, query: Query = ALL_ROWS) -> list[Row]:
-        where, params = [], []
-        for column, value in (
-            ("r.device_key", query.device_key),
-            ("r.mode", query.mode),
-            ("r.branch", query.branch),
-            ("r.segment", query.segment),
-        ):
-            if value is not None:
-                where.append(f"{column} = %s")
-                params.append(value)
-        if query.keyword:
-            where.append("strpos(x.benchmark, %s) > 0")
-            params.append(query.keyword)
-        sql = (
-            f"SELECT {_ROW_COLUMNS} FROM results x JOIN runs r ON r.id = x.run_id"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + f" ORDER BY r.device_key, r.mode, x.benchmark, {_ORDER}"
-        )
+        sql, params = rows_sql(query, "%s", "strpos(x.benchmark, %s) > 0")
         with self._errors("reading rows"):
             found = self._conn.execute(sql, params).fetchall()
-        return [
-            Row(*row[:9], json.loads(row[9]), *row[10:17], bool(row[17]), row[18]) for row in found
-        ]
+        return [row_of(row, json.loads(row[9])) for row in found]
 
     def samples(self, run_id: int, benchmark: str) -> tuple[float, ...] | None:
         with self._errors("reading samples"):
@@ -354,7 +310,7 @@ class PostgresStore(Store):
             self._conn.execute("SELECT pg_advisory_xact_lock(%s)", (_PRUNE_LOCK,))
             old = self._conn.execute(
                 "SELECT run_id, benchmark FROM (SELECT x.run_id, x.benchmark, ROW_NUMBER() OVER "
-                f"(PARTITION BY r.device_key, r.mode, x.benchmark ORDER BY {_NEWEST_FIRST}) AS age "
+                f"(PARTITION BY r.device_key, r.mode, x.benchmark ORDER BY {NEWEST_FIRST}) AS age "
                 "FROM results x JOIN runs r ON r.id = x.run_id WHERE x.samples IS NOT NULL) ranked "
                 "WHERE age > %s",
                 (keep,),

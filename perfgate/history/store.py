@@ -27,17 +27,21 @@ import os
 import sqlite3
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
 from pathlib import Path
 
 from perfgate.history.records import VERDICTS, Run
 from perfgate.history.store_base import (
     ALL_ROWS,
+    NEWEST_FIRST,
     KeptResult,
     KeptRun,
     chunks,
+    insert_run_sql,
     one_line,
-    pack,
+    result_values,
+    row_of,
+    rows_sql,
+    run_values,
     scheme_of,
     unpack,
 )
@@ -89,10 +93,6 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # the gate's verdict on the run (bench --history, history add --verdicts); NULL: not recorded
     2: ("ALTER TABLE runs ADD COLUMN verdict TEXT",),
 }
-_ORDER = "COALESCE(r.commit_time, r.run_time, ''), COALESCE(r.run_time, ''), r.id"
-_NEWEST_FIRST = (
-    "COALESCE(r.commit_time, r.run_time, '') DESC, COALESCE(r.run_time, '') DESC, r.id DESC"
-)
 
 
 def location(given: str | os.PathLike[str] | None, configured: str | Path) -> str | Path:
@@ -263,70 +263,17 @@ class SQLiteStore(Store):
         with self._transaction():
             if self._db.execute("SELECT 1 FROM runs WHERE digest = ?", (run.digest,)).fetchone():
                 return False
-            cur = self._db.execute(
-                "INSERT INTO runs (digest, source, device_key, mode, branch, git_commit, "
-                "commit_time, run_time, fingerprint, segment, added_at, verdict) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    run.digest,
-                    run.source,
-                    run.device_key,
-                    run.mode,
-                    run.branch,
-                    run.commit,
-                    run.commit_time,
-                    run.run_time,
-                    json.dumps(run.fingerprint, sort_keys=True),
-                    run.segment,
-                    datetime.now(timezone.utc).isoformat(),
-                    run.verdict,
-                ),
-            )
+            cur = self._db.execute(insert_run_sql("?"), run_values(run))
             self._db.executemany(
                 "INSERT INTO results (run_id, benchmark, grp, median, ci_low, ci_high, rounds, "
                 "samples) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        cur.lastrowid,
-                        r.benchmark,
-                        r.group,
-                        r.median,
-                        r.ci_low,
-                        r.ci_high,
-                        r.rounds,
-                        pack(r.samples),
-                    )
-                    for r in run.results
-                ],
+                result_values(cur.lastrowid, run),
             )
         return True
 
     def rows(self, query: Query = ALL_ROWS) -> list[Row]:
-        where, params = [], []
-        for column, value in (
-            ("r.device_key", query.device_key),
-            ("r.mode", query.mode),
-            ("r.branch", query.branch),
-            ("r.segment", query.segment),
-        ):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if query.keyword:
-            where.append("instr(x.benchmark, ?) > 0")
-            params.append(query.keyword)
-        sql = (
-            "SELECT r.id, r.digest, r.source, r.device_key, r.mode, r.branch, r.git_commit, "
-            "r.commit_time, r.run_time, r.fingerprint, r.segment, x.benchmark, x.grp, x.median, "
-            "x.ci_low, x.ci_high, x.rounds, x.samples IS NOT NULL, r.verdict "
-            "FROM results x JOIN runs r ON r.id = x.run_id"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + f" ORDER BY r.device_key, r.mode, x.benchmark, {_ORDER}"
-        )
-        return [
-            Row(*row[:9], json.loads(row[9]), *row[10:17], bool(row[17]), row[18])
-            for row in self._db.execute(sql, params)
-        ]
+        sql, params = rows_sql(query, "?", "instr(x.benchmark, ?) > 0")
+        return [row_of(row, json.loads(row[9])) for row in self._db.execute(sql, params)]
 
     def samples(self, run_id: int, benchmark: str) -> tuple[float, ...] | None:
         row = self._db.execute(
@@ -342,7 +289,7 @@ class SQLiteStore(Store):
                 "UPDATE results SET samples = NULL WHERE samples IS NOT NULL AND "
                 "(run_id, benchmark) IN (SELECT run_id, benchmark FROM ("
                 "SELECT x.run_id, x.benchmark, ROW_NUMBER() OVER (PARTITION BY r.device_key, "
-                f"r.mode, x.benchmark ORDER BY {_NEWEST_FIRST}) AS age "
+                f"r.mode, x.benchmark ORDER BY {NEWEST_FIRST}) AS age "
                 "FROM results x JOIN runs r ON r.id = x.run_id) WHERE age > ?)",
                 (keep,),
             )

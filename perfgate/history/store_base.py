@@ -3,17 +3,19 @@ schema version, and the exact copy of whole runs between stores (``history migra
 
 :mod:`perfgate.history.store` holds the SQLite store and chooses a store by its location;
 :mod:`perfgate.history.pgstore` the PostgreSQL one. Both import this module and neither imports
-the other's, so each keeps its own SQL.
+the other's; each keeps its own SQL but the rows' query (:func:`rows_sql`).
 """
 
 from __future__ import annotations
 
 import abc
+import json
 import os
 import struct
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -71,6 +73,77 @@ class Query:
 
 
 ALL_ROWS = Query()  # every row: the default query (a Query is immutable)
+
+# The SQL both stores' rows() share: the same tables and columns in both. Only the parameter mark
+# (SQLite's ?, psycopg's %s) and the substring test differ, which each store passes in.
+ORDER = "COALESCE(r.commit_time, r.run_time, ''), COALESCE(r.run_time, ''), r.id"
+NEWEST_FIRST = (
+    "COALESCE(r.commit_time, r.run_time, '') DESC, COALESCE(r.run_time, '') DESC, r.id DESC"
+)
+ROW_COLUMNS = (
+    "r.id, r.digest, r.source, r.device_key, r.mode, r.branch, r.git_commit, r.commit_time, "
+    "r.run_time, r.fingerprint, r.segment, x.benchmark, x.grp, x.median, x.ci_low, x.ci_high, "
+    "x.rounds, x.samples IS NOT NULL, r.verdict"
+)
+
+
+def rows_sql(query: Query, mark: str, contains: str) -> tuple[str, list[Any]]:
+    """The SELECT of :meth:`Store.rows` for ``query`` and its parameters. ``mark`` is the
+    driver's parameter mark; ``contains`` the test that the benchmark holds the keyword (with
+    one mark in it)."""
+    where, params = [], []
+    for column, value in (
+        ("r.device_key", query.device_key),
+        ("r.mode", query.mode),
+        ("r.branch", query.branch),
+        ("r.segment", query.segment),
+    ):
+        if value is not None:
+            where.append(f"{column} = {mark}")
+            params.append(value)
+    if query.keyword:
+        where.append(contains)
+        params.append(query.keyword)
+    sql = (
+        f"SELECT {ROW_COLUMNS} FROM results x JOIN runs r ON r.id = x.run_id"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + f" ORDER BY r.device_key, r.mode, x.benchmark, {ORDER}"
+    )
+    return sql, params
+
+
+RUN_COLUMNS = (
+    "digest", "source", "device_key", "mode", "branch", "git_commit", "commit_time", "run_time",
+    "fingerprint", "segment", "added_at", "verdict",
+)  # fmt: skip
+
+
+def insert_run_sql(mark: str) -> str:
+    """The INSERT of one run into ``runs`` (``mark``: the driver's parameter mark)."""
+    marks = ", ".join([mark] * len(RUN_COLUMNS))
+    return f"INSERT INTO runs ({', '.join(RUN_COLUMNS)}) VALUES ({marks})"
+
+
+def run_values(run: Run) -> tuple[Any, ...]:
+    """``run``'s values for :func:`insert_run_sql`, kept now."""
+    return (
+        run.digest, run.source, run.device_key, run.mode, run.branch, run.commit,
+        run.commit_time, run.run_time, json.dumps(run.fingerprint, sort_keys=True), run.segment,
+        datetime.now(timezone.utc).isoformat(), run.verdict,
+    )  # fmt: skip
+
+
+def result_values(run_id: int, run: Run) -> list[tuple[Any, ...]]:
+    """The ``results`` rows of ``run`` (samples packed), under ``run_id``."""
+    return [
+        (run_id, r.benchmark, r.group, r.median, r.ci_low, r.ci_high, r.rounds, pack(r.samples))
+        for r in run.results
+    ]
+
+
+def row_of(raw: Sequence[Any], fingerprint: dict[str, Any]) -> Row:
+    """A :class:`Row` from one row of :func:`rows_sql` (``fingerprint`` its JSON, decoded)."""
+    return Row(*raw[:9], fingerprint, *raw[10:17], bool(raw[17]), raw[18])
 
 
 @dataclass(frozen=True)
