@@ -21,8 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import perfgate
 from perfgate import spawn
-from perfgate.gate import paths
+
+# The checkout whose perfgate runs this command: the children's working directory, so that
+# ``python -m perfgate.explain.child`` imports this very perfgate (the package docstring).
+PERFGATE_ROOT = Path(perfgate.__file__).resolve().parents[1]
 
 HIDE_GPUS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 
@@ -83,7 +87,7 @@ def run_child(
         return failed(f"not started: the time budget of {deadline.budget_s:g} s was spent")
     try:
         proc = spawn.run(
-            cmd, cwd=paths.REPO, env=child_env, capture_output=True, text=True, timeout=left
+            cmd, cwd=PERFGATE_ROOT, env=child_env, capture_output=True, text=True, timeout=left
         )
     except subprocess.TimeoutExpired:
         return failed(f"not finished within the time budget of {deadline.budget_s:g} s")
