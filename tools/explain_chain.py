@@ -156,8 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--target", default="sm90")
     parser.add_argument("--device", choices=("auto", "yes", "no"), default="auto")
     parser.add_argument("--timeout-s", type=float, default=300.0, help="per explanation")
+    parser.add_argument(
+        "--causes",
+        default=",".join(EXPECTED),
+        help="the pairs to explain, comma-separated (default: all): on a GPU each pair measures "
+        "its device split, so the chain can be split over several runs",
+    )
     args = parser.parse_args(argv)
     shape = tuple(int(x) for x in args.shape.split(","))
+    unknown = set(args.causes.split(",")) - set(EXPECTED)
+    if unknown:
+        parser.error(f"--causes: unknown {sorted(unknown)}; choose from {', '.join(EXPECTED)}")
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="perfgate-explain-chain-"))
@@ -176,7 +185,10 @@ def _explain_all(clone: Path, commits, shape, out: Path, args) -> int:
     from perfgate import spawn
 
     results = []
+    wanted = set(args.causes.split(","))
     for (_, base), (cause, head) in itertools.pairwise(commits):
+        if cause not in wanted:
+            continue
         cmd = [sys.executable, "-m", "perfgate", "explain", "--base", base, "--head", head]
         cmd += ["-k", shape_id(shape), "--target", args.target, "--device", args.device]
         cmd += ["--json", str(out / f"explain-{cause}.json")]

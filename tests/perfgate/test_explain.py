@@ -121,7 +121,7 @@ def test_the_command_explains_a_pair_end_to_end(chain, tmp_path, capsys):
     shas = dict(commits)
     out = tmp_path / "e.json"
     argv = ["explain", "--base", shas["split-k"], "--head", shas["nothing"], "-k", BENCH.name,
-            "--target", "sm90", "--repo", str(clone), "--json", str(out)]  # fmt: skip
+            "--target", "sm90", "--device", "no", "--repo", str(clone), "--json", str(out)]  # fmt: skip
     assert main(argv) == 0
     printed = capsys.readouterr().out
     assert ex.NOTHING in printed and "gfx950 static (GEMM kernel)" in printed
