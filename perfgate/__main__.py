@@ -34,6 +34,7 @@ _COMMAND_MODULES = tuple(
         "history",
         "bisect",
         "triage",
+        "explain",
         "submission",
     )
 )

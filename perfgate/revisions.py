@@ -76,20 +76,22 @@ def resolve(rev: str) -> str:
 
 
 @contextlib.contextmanager
-def worktree(commit: str, parent: Path, label: str = "rev") -> Iterator[Path]:
+def worktree(
+    commit: str, parent: Path, label: str = "rev", repo: Path | None = None
+) -> Iterator[Path]:
     """``commit`` checked out (detached) under ``parent`` as ``<label>-<commit>``; removed
     afterwards whatever happens. The label keeps two sides of one revision apart (``--base X
     --head X``, the null check): each gets its own tree (and, their reducers being the same, one
-    build: perfgate.measure.ab.build_cache)."""
+    build: perfgate.measure.ab.build_cache). ``repo``: the repository (default: this checkout)."""
     path = parent / f"{label}-{commit[:12]}"
-    git("worktree", "add", "--detach", "--quiet", str(path), commit)
+    git("worktree", "add", "--detach", "--quiet", str(path), commit, cwd=repo)
     try:
         yield path
     finally:
         # git() raises; cleanup must not: a failed removal is pruned with the temporary dir
         for args in (("worktree", "remove", "--force", str(path)), ("worktree", "prune")):
             with contextlib.suppress(AbError):
-                git(*args)
+                git(*args, cwd=repo)
 
 
 def build(root: Path, cache: Path | None, label: str) -> None:

@@ -72,6 +72,8 @@ def report(
             f"head {infos['head'].get('reducer_backend')}"
         ],
     )
+    if labels is None:  # two revisions (not two files): say why a flagged benchmark is slower
+        rep = _explained(args, rep, base_sha, head_sha)
     paths = outputs(args)
     record = ab_report.samples_record(store, decisions)
     atomic.write_json(
@@ -91,6 +93,20 @@ def report(
     return compare.present(
         rep, json_out=paths["--json"], markdown_out=paths["--markdown"], prog="ab"
     )
+
+
+def _explained(args, rep, base_sha: str, head_sha: str | None):
+    """``rep`` with the "Why" section of its flagged benchmarks (perfgate.explain.wiring)."""
+    import dataclasses
+
+    from perfgate.explain import wiring as explain
+    from perfgate.gate.verdict import REGRESSION
+
+    flagged = [r.name for r in rep.rows if r.verdict == REGRESSION]
+    if not flagged or not hasattr(args, "explain_budget_s"):  # a caller that asks for none
+        return rep
+    why = explain.why_section(base_sha, head_sha, flagged, budget_s=args.explain_budget_s)
+    return dataclasses.replace(rep, why=why)
 
 
 def check_outputs(args: argparse.Namespace, inputs: dict) -> None:
@@ -170,6 +186,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     # the process-level A/B of each mode ([tool.perfgate.ab_<mode>]), at alpha
     settings.add_options(parser, settings.AB, only=("alpha", "inconclusive_exit"))
     history.add_options(parser)
+    from perfgate.explain import wiring as explain
+
+    explain.add_options(parser)
     parser.set_defaults(func=_run)
 
 
@@ -183,6 +202,9 @@ def _run(args: argparse.Namespace) -> int:
         gate = settings.from_args(args)
     except settings.SettingsError as exc:
         return base.error("ab", exc)
+    from perfgate.explain import wiring as explain
+
+    explain.check(args)
     if submission_sides.given(args):
         return _submissions(args, gate)
     if shutil.which("git") is None:

@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="exit 0 (with a warning) instead of 2 when this device has no baseline yet",
     )
     history.add_options(bench, against=True)
+    from perfgate.explain import wiring as explain
+
+    explain.add_options(bench)
     bench.set_defaults(func=bench_command)
 
     update = subparsers.add_parser(
@@ -181,6 +184,9 @@ def bench_command(args: argparse.Namespace) -> int:
     gate = _gate_settings("bench", args)
     if gate is None:
         return 2
+    from perfgate.explain import wiring as explain
+
+    explain.check(args)
     if not base.gpu_available():
         return base.no_gpu("bench")
     rc = submission.leaderboard_tier(args, "bench")
@@ -244,10 +250,35 @@ def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path):
     except (bl.BaselineError, compare.InputError) as exc:
         print(f"perfgate bench: error: {exc}", file=sys.stderr)
         return 2, None
+    report = _explained(args, report, base_data, data)
     rc = compare.present(
         report, json_out=out["compare"], markdown_out=out["markdown"], prog="bench"
     )
     return rc, verdicts.from_exit_code(rc)
+
+
+def _explained(args: argparse.Namespace, report, base_data: dict, data: dict):
+    """``report`` with the "Why" section of its flagged benchmarks: the baseline's commit
+    against this run's (the working tree when it had uncommitted changes)."""
+    import dataclasses
+
+    from perfgate.explain import wiring as explain
+    from perfgate.gate.verdict import REGRESSION
+
+    flagged = [r.name for r in report.rows if r.verdict == REGRESSION]
+    if not flagged or not hasattr(args, "explain_budget_s") or getattr(args, "submission", None):
+        return report  # update-baselines; a submission file is no revision of kernels/
+
+    def commit(doc: dict) -> tuple[str | None, bool]:
+        fp = ((doc.get("machine_info") or {}).get("perfgate") or {}).get("fingerprint") or {}
+        return fp.get("git_commit") or None, bool(fp.get("git_dirty"))
+
+    base, _ = commit(base_data)
+    head, dirty = commit(data)
+    why = explain.why_section(
+        base, None if dirty else head, flagged, budget_s=args.explain_budget_s
+    )
+    return dataclasses.replace(report, why=why)
 
 
 def _missing_baseline(mode: str, base: Path, key: str, out, args) -> int:

@@ -119,6 +119,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json TRIAGE.json (the workflow's GPU container gets no token; this runs outside it); "
         "takes only --summary and --repo",
     )
+    from perfgate.explain import wiring as explain
+
+    explain.add_options(parser)
     defaults = {
         a.dest: (a.default, a.option_strings[0] if a.option_strings else a.metavar)
         for a in parser._actions
@@ -156,6 +159,9 @@ def _run(args: argparse.Namespace) -> int:
     try:
         if args.no_issues and args.repo:
             raise ValueError(f"--repo {args.repo}: names where issues go; --no-issues opens none")
+        from perfgate.explain import wiring as explain
+
+        explain.check(args)
         cfg = config.load()
         reports = tuple(args.reports or (DEFAULT_REPORT,))
         db = store.location(args.db, cfg.db)
@@ -178,6 +184,7 @@ def _run(args: argparse.Namespace) -> int:
             summary=args.summary,
             json_out=args.json_out,
             run_url=tg.run_url(),
+            explain_budget_s=args.explain_budget_s,
         )
         factory = culprits.subprocess_factory(paths.REPO, args.results_dir, _announcing)
         return tg.triage(req, _gpu_first(factory), api)

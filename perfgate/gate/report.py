@@ -62,6 +62,9 @@ class Report:
     settings: dict[str, Any]
     warnings: list[str] = field(default_factory=list)  # environment differences: shown loudly
     notes: list[str] = field(default_factory=list)  # context, e.g. the two git commits
+    # why the flagged benchmarks got slower (perfgate.explain.wiring): markdown lines, shown
+    # after the table; empty when nothing was flagged (and then absent from the JSON)
+    why: list[str] = field(default_factory=list)
 
     def counts(self) -> Counter[str]:
         return Counter(row.verdict for row in self.rows)
@@ -82,7 +85,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         counts = self.counts()
-        return {
+        out = {
             "benchmarks": [
                 {
                     "name": r.name,
@@ -115,6 +118,9 @@ class Report:
                 "settings": dict(self.settings),
             },
         }
+        if self.why:
+            out["why"] = list(self.why)
+        return out
 
 
 def render_console(report: Report, console) -> None:
@@ -157,6 +163,8 @@ def render_console(report: Report, console) -> None:
     console.print(table)
     for note in report.notes:
         console.print(note, style="dim", markup=False, highlight=False)
+    for line in report.why:
+        console.print(line, markup=False, highlight=False)
     console.print(Text(report.headline(), style="bold red" if report.exit_code else "bold green"))
 
 
@@ -212,6 +220,8 @@ def render_markdown(report: Report) -> str:
             "</details>",
             "",
         ]
+    if report.why:
+        lines += [*report.why, ""]
     return "\n".join(lines)
 
 

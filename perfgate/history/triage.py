@@ -74,6 +74,7 @@ class Request:
     summary: Path | None = None
     json_out: Path | None = None
     run_url: str | None = None
+    explain_budget_s: float = 120.0  # each culprit explained (perfgate.explain.wiring); 0: none
 
 
 def triage(
@@ -118,7 +119,9 @@ def triage(
     findings = bisect_all(flagged, goods, line, factory, git, budget)
     if budget.spent:
         print(f"{PROG}: stopped early: {budget.spent}")
-    ctx = tr.Context(bad, req.run_url, git.subject, budget.used, limit, budget.spent)
+    ctx = tr.Context(
+        bad, req.run_url, git.subject, budget.used, limit, budget.spent, why=_why(req, findings)
+    )
     for f in findings:
         if f.culprit:
             f.request = tr.issue(f, ctx)
@@ -145,6 +148,27 @@ def triage(
     if req.json_out is not None:
         atomic.write_json(req.json_out, tr.as_json(findings, ctx, code))
     return code
+
+
+def _why(req: Request, findings, clock=time.monotonic) -> dict[str, list[str]]:
+    """Each culprit's "Why" section: its flagged benchmarks explained, the culprit against the
+    parent its conviction measured, within what is left of ``req.explain_budget_s``."""
+    from perfgate.explain import wiring as explain
+
+    out: dict[str, list[str]] = {}
+    end = clock() + req.explain_budget_s
+    for f in findings:
+        if not f.culprit or f.culprit in out:
+            continue
+        left = req.explain_budget_s and max(end - clock(), 0.001)
+        out[f.culprit] = explain.why_section(
+            f.result.convicting.base,
+            f.culprit,
+            [b.benchmark for b in f.benchmarks],
+            budget_s=left,
+            repo=req.repo,
+        )
+    return out
 
 
 def _goods(req: Request, flagged, run_of, line: Line) -> dict[Flagged, Good]:

@@ -31,6 +31,8 @@ class Context:
     step_limit: int
     stopped: str | None  # why the budget stopped the triage, if it did
     problems: tuple[str, ...] = ()  # what went wrong after the A/Bs (the API), one line each
+    # culprit -> its "Why" section (perfgate.explain.wiring), markdown lines
+    why: dict[str, list[str]] = dataclasses.field(default_factory=dict)
 
 
 def marker(culprit: str) -> str:
@@ -102,6 +104,7 @@ def culprit_section(finding: Finding, ctx: Context) -> list[str]:
         "",
         convicting.table.strip(),
         "",
+        *ctx.why.get(culprit, []),
     ]
     return out
 

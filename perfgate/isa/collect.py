@@ -157,11 +157,18 @@ def _nvidia_tool(name: str) -> str:
 
 
 def nvidia_fields(
-    target: Target, compiled: Any, num_warps: int, workload: dict[str, int] | None = None
+    target: Target,
+    compiled: Any,
+    num_warps: int,
+    workload: dict[str, int] | None = None,
+    *,
+    sass_cost: bool = False,
 ) -> dict[str, Any]:
     """Entry fields from a triton CompiledKernel for an NVIDIA target: cuobjdump, nvdisasm and
-    the PTX. The per-wave instruction figures are AMDGCN-only (null here); the grid fill is
-    recorded."""
+    the PTX. The gate's per-wave instruction figures are AMDGCN-only (null here); the grid fill
+    is recorded. ``sass_cost``: the per-warp figures from the SASS instead
+    (:func:`perfgate.isa.metrics.sass_static_cost`, ALU instructions in ``valu_per_wave``), which
+    ``perfgate explain`` shows and the gate's baselines do not hold."""
     name = compiled.metadata.name
     with tempfile.TemporaryDirectory(prefix="perfgate-isa-") as tmp:
         cubin = Path(tmp, "kernel.cubin")
@@ -193,7 +200,7 @@ def nvidia_fields(
         "scratch_bytes": usage.local_bytes + usage.stack_bytes,
         "occupancy": metrics.nvidia_occupancy(target, usage.registers, shared, num_warps),
         "instructions": metrics.tracked(target.name, counts),
-        **cost_fields(target, None, workload),
+        **cost_fields(target, metrics.sass_static_cost(sass) if sass_cost else None, workload),
     }
 
 
@@ -239,6 +246,25 @@ def compile_entry(module_name: str, target: str, index: int) -> dict[str, Any]:
     tgt = get_target(target)
     fields = _FIELDS[tgt.vendor](tgt, compiled, spec.num_warps, workload)
     return _entry(spec, target, "triton", fields)
+
+
+def spec_fields(spec: Any, target: str, module_name: str) -> dict[str, Any]:
+    """The fields of one spec compiled for ``target`` (``module_name`` provides its workload),
+    as :func:`compile_entry` records them, plus on NVIDIA the per-warp figures from the SASS
+    (``sass_cost``): what ``perfgate explain`` compares one benchmark's kernel by."""
+    workload = workload_of(module_name, spec)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")
+        try:
+            compiled = spec.compile(target)
+        except Exception as exc:
+            raise CompileError(
+                f"{spec.label} failed to compile for {target}: {type(exc).__name__}: {exc}"
+            ) from exc
+    tgt = get_target(target)
+    if tgt.vendor == "nvidia":
+        return nvidia_fields(tgt, compiled, spec.num_warps, workload, sass_cost=True)
+    return _FIELDS[tgt.vendor](tgt, compiled, spec.num_warps, workload)
 
 
 def native_entries(target: str) -> list[dict[str, Any]]:

@@ -345,6 +345,66 @@ def count_ptx(text: str) -> Counter[str]:
     return counts
 
 
+# SASS has no vector/scalar split in its mnemonics: the per-thread ALU work is every instruction
+# that is not an MMA, a memory access, control flow or the uniform (per-warp scalar) datapath.
+_SASS_MMA = re.compile(r"^(HGMMA|HMMA)")
+_SASS_NOT_ALU = re.compile(
+    r"^(LD|ST|ATOM|RED|UTMA|UBLKCP|CCTL|MEMBAR|FENCE|ERRBAR|DEPBAR|LDGDEPBAR|"
+    r"BRA|BRX|JMP|JMX|CALL|RET|EXIT|BAR|BSYNC|BSSY|WARPSYNC|NOP|YIELD|WARPGROUP|SYNCS|"
+    r"ELECT|BPT|KILL|NANOSLEEP|ACQBULK|ENDCOLLECTIVE|U[A-Z])"
+)
+_SASS_LINE = re.compile(r"^\s+/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Za-z0-9_.]*)(.*)$")
+_SASS_LABEL = re.compile(r"^(\.L_x_\d+):")
+_SASS_TARGET = re.compile(r"`\((\.L_x_\d+)\)")
+
+
+def sass_static_cost(text: str) -> StaticCost:
+    """:class:`StaticCost` of the one kernel in ``nvdisasm -c`` text, the SASS counterpart of
+    :func:`static_cost`: ``valu`` counts the per-thread ALU instructions (every instruction but
+    MMAs, memory accesses, control flow and the uniform datapath's ``U*`` ones), ``mfma`` the
+    ``HGMMA``/``HMMA`` ones; a loop is the code between a label and a backward ``BRA`` to it (a
+    branch to itself, the trap at the end, is no loop). :func:`per_wave` then gives per-warp
+    figures."""
+    labels: dict[str, int] = {}
+    ops: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        label = _SASS_LABEL.match(line)
+        if label:
+            labels[label[1]] = len(ops)
+            continue
+        inst = _SASS_LINE.match(line)
+        if inst:
+            ops.append((inst[1].split(".")[0], inst[2]))
+    if not ops:
+        raise IsaParseError("no SASS instructions found in the disassembly")
+    in_loop = [False] * len(ops)
+    loops = 0
+    for i, (op, args) in enumerate(ops):
+        target = _SASS_TARGET.search(args) if op == "BRA" else None
+        start = labels.get(target[1]) if target else None
+        if start is not None and start < i:
+            loops += 1
+            for j in range(start, i + 1):
+                in_loop[j] = True
+    counts = {"once": Counter(), "loop": Counter()}
+    for (op, _), looped in zip(ops, in_loop, strict=True):
+        c = counts["loop" if looped else "once"]
+        c["all"] += 1
+        if _SASS_MMA.match(op):
+            c["mfma"] += 1
+        elif not _SASS_NOT_ALU.match(op):
+            c["valu"] += 1
+    return StaticCost(
+        once_all=counts["once"]["all"],
+        once_valu=counts["once"]["valu"],
+        once_mfma=counts["once"]["mfma"],
+        loop_all=counts["loop"]["all"],
+        loop_valu=counts["loop"]["valu"],
+        loop_mfma=counts["loop"]["mfma"],
+        loops=loops,
+    )
+
+
 def nvidia_occupancy(
     target: Target, registers: int, shared_bytes: int, warps_per_block: int
 ) -> int:

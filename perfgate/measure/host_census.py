@@ -13,10 +13,11 @@ import contextlib
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from perfgate.gate.host_counts import CATEGORIES
-from perfgate.gate.paths import REPO, SCHEMA
+from perfgate.gate.paths import SCHEMA
 
 WARMUP_CALLS = 2
 COUNTED_CALLS = 3
@@ -105,15 +106,19 @@ def _dry_launch(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -
 
 
 def _scope_files() -> frozenset[str]:
-    """Files of the launcher: kernels/*.py, minus the modules that hold @triton.jit code."""
+    """Files of the launcher: kernels/*.py, minus the modules that hold @triton.jit code. The
+    ``kernels`` package is the one imported (a revision's, where ``perfgate explain`` or an A/B
+    worker put another tree's first on the path), named by the paths its modules run from."""
     import importlib
 
     from triton.runtime.jit import KernelInterface
 
-    root = REPO / "kernels"
+    import kernels
+
+    root = Path(kernels.__file__).parent
     files = set()
     for path in [*root.glob("*.py"), *root.glob("*/*.py")]:
-        name = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        name = ".".join(path.relative_to(root.parent).with_suffix("").parts)
         try:
             module = importlib.import_module(name)
         except Exception:  # a module that needs what this machine lacks is not on the path

@@ -38,13 +38,15 @@ OUTPUTS = {
     ("triage", "--summary"): ["--no-issues"],
     ("triage", "--json"): ["--no-issues"],
     ("submission export", "--out"): [],
+    ("explain", "--json"): ["--base", "HEAD"],
+    ("explain", "--markdown"): ["--base", "HEAD"],
 }
 INPUTS = {
     ("compare", "baseline"), ("compare", "current"), ("bench", "--baselines-dir"),
     ("bench", "--submission"), ("update-baselines", "--submission"), ("host", "--baselines-dir"),
     ("ab", "--base-submission"), ("ab", "--head-submission"), ("history add", "results"),
     ("triage", "reports"), ("triage", "--publish"), ("submission test", "file"),
-    ("isa", "--check"), ("experiment", "--reanalyse"),
+    ("isa", "--check"), ("experiment", "--reanalyse"), ("explain", "--repo"),
 }  # fmt: skip
 # the history store is read and extended in place: refused as a tracked file like an output
 STORES = {"--db"}

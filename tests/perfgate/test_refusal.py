@@ -31,6 +31,8 @@ NOT_REFUSALS = {
     "Departure": "a strict-tier departure: a finding, not an error of the command",
     "TierFailure": "a leaderboard-tier failure: a verdict (exit 1)",
     "_RunFailed": "a pytest run that failed: its own exit code",
+    "NotAvailable": "a revision that predates a fact of explain's: that fact is not compared",
+    "SplitError": "a device trace that cannot be split: one fact not given, the rest explained",
 }
 
 

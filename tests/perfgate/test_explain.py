@@ -1,0 +1,219 @@
+"""perfgate explain on the CPU: a planted history (tools/explain_chain.py: one commit per cause,
+in a clean clone of the kernels), each revision's facts computed by its own child, each pair
+compared, and the planted cause ranked first; an unchanged pair explains nothing. The static
+compiles are gfx950's and sm90's (no GPU needed); the host census runs its counted, not run,
+launches. The per-kernel device split needs a GPU: here only its arithmetic, on a trace."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+
+import pytest
+
+from perfgate.explain import explain as ex
+from perfgate.explain import ranking, revision, source_facts
+from perfgate.explain.device_split import SplitError, split_rounds
+from perfgate.gate import paths
+from tools import explain_chain, history_clone
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the chain is git commits")
+SHAPE = (256, 3072, 1536)  # sm90's tuned entry: 64x256x128, split_k=2, 8 warps, 3 stages
+BENCH = ex.Benchmark("m256-n3072-k1536", SHAPE, "m256-n3072-k1536")
+TARGETS = ("sm90", "gfx950")
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory):
+    """The planted chain in a repository holding this tree's kernels/ (all the children import
+    of a revision), every commit's facts computed once: by sha, so nothing hides a change."""
+    tmp = tmp_path_factory.mktemp("explain")
+    src = tmp / "src"
+    for rel in history_clone.tree_files(paths.REPO):
+        if rel.startswith("kernels/"):
+            (src / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(paths.REPO / rel, src / rel)
+    history_clone.git(src, "init", "-q")
+    history_clone.git(src, "add", "-A")
+    history_clone.git(src, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "src")
+    clone = tmp / "clone"
+    commits = explain_chain.make_chain(clone, SHAPE, src)
+    sides = []
+    from perfgate.revisions import worktree
+
+    with contextlib.ExitStack() as stack:
+        for label, sha in commits:
+            root = stack.enter_context(worktree(sha, tmp, label, clone))
+            sides.append(revision.Side(label, sha, root))
+        deadline = revision.Deadline(None)
+        facts = revision.static_and_host(sides, [SHAPE], TARGETS, deadline=deadline)
+    return clone, commits, facts
+
+
+def _explained(chain, cause: str) -> ex.BenchmarkExplanation:
+    clone, commits, facts = chain
+    labels = [label for label, _ in commits]
+    i = labels.index(cause)
+    (b_label, base), (h_label, head) = commits[i - 1], commits[i]
+    per_side = {
+        side: {"targets": facts[label]["static"]["256,3072,1536"],
+               "host": facts[label]["host"]["256,3072,1536"], "device": None}
+        for side, label in (("base", b_label), ("head", h_label))
+    }  # fmt: skip
+    source = source_facts.source_facts(clone, base, head)
+    return ex.compare(BENCH, per_side, TARGETS, "sm90", source)
+
+
+@pytest.mark.parametrize("cause", [c for c, e in explain_chain.EXPECTED.items() if e])
+def test_each_planted_cause_is_ranked_first(chain, cause):
+    bx = _explained(chain, cause)
+    assert bx.ranked, bx.notes
+    first = bx.ranked[0]
+    assert (first.part, first.field) == explain_chain.EXPECTED[cause], [d.text for d in bx.ranked]
+    assert not bx.notes, bx.notes  # every fact was compared
+
+
+def test_the_causes_carry_their_numbers(chain):
+    stages = _explained(chain, "stages").ranked[0]
+    assert (stages.base, stages.head, stages.target) == (3, 2, "sm90")
+    assert stages.text == "sm90 launch: config num_stages 3 -> 2"
+    split = _explained(chain, "split-k").ranked
+    assert split[0].text == "sm90 launch: config split_k 2 -> 1"
+    kernels = next(d for d in split if d.field == "kernels")
+    assert (kernels.base, kernels.head) == (["gemm", "reducer"], ["gemm"])
+    alloc = _explained(chain, "allocation").ranked[0]
+    assert alloc.head == alloc.base + 1
+    assert "_Bound.__call__ > aten.empty" in alloc.text
+    vector = _explained(chain, "vector").ranked[0]
+    assert vector.target == "sm90" and vector.head > vector.base
+    assert "kernels/_quant.py (the quantizer, fused into the GEMM kernel)" in vector.text
+
+
+def test_gfx950_figures_for_every_revision_and_the_quantizer_seen_there_too(chain):
+    _, commits, facts = chain
+    for label, _ in commits:
+        static = facts[label]["static"]["256,3072,1536"]["gfx950"]["static"]
+        assert static["valu_per_wave"] > 0 and static["vgpr"] > 0, (label, static)
+        assert static["instructions"].get("v_cvt_scalef32_pk_fp4_bf16"), label
+    vector = _explained(chain, "vector")
+    gfx = [d for d in vector.ranked if d.target == "gfx950" and d.field == "valu_per_wave"]
+    assert gfx and gfx[0].head > gfx[0].base, [d.text for d in vector.ranked]
+    # an sm90 table change is no gfx950 change
+    assert not [d for d in _explained(chain, "stages").ranked if d.target == "gfx950"]
+
+
+def test_an_unchanged_pair_explains_nothing(chain):
+    bx = _explained(chain, "nothing")
+    assert bx.ranked == [] and bx.notes == [] and bx.nothing_changed
+    from perfgate.explain import render
+
+    assert render.ranked_lines(bx) == [f"- {ex.NOTHING}"]
+
+
+def test_the_command_explains_a_pair_end_to_end(chain, tmp_path, capsys):
+    """python -m perfgate explain's path, in this process, on the unchanged pair and the
+    split-K one of the clone (the children are real), with its JSON."""
+    import json
+
+    from perfgate.__main__ import main
+
+    clone, commits, _ = chain
+    shas = dict(commits)
+    out = tmp_path / "e.json"
+    argv = ["explain", "--base", shas["split-k"], "--head", shas["nothing"], "-k", BENCH.name,
+            "--target", "sm90", "--device", "no", "--repo", str(clone), "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert ex.NOTHING in printed and "gfx950 static (GEMM kernel)" in printed
+    answer = json.loads(out.read_text())
+    assert answer["benchmarks"][0]["nothing_changed"] is True
+
+
+# -- refusals: one line, exit 2 ----------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--base", "no-such-rev-41"], "names no commit"),
+        (["--base", "HEAD", "-k", "m9-n9-k9"], "matches no benchmark"),
+        (["--base", "HEAD", "--rounds", "0"], "--rounds"),
+        (["--base", "HEAD", "--budget-s", "-1"], "--budget-s"),
+    ],
+)
+def test_unusable_input_is_one_line_and_exit_2(argv, says, capsys):
+    from perfgate.__main__ import main
+
+    assert main(["explain", *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("perfgate explain: error:") and says in err[0]
+
+
+# -- the ranking and the device split's arithmetic (no compile) --------------------------------
+def _launch(**over):
+    cfg = dict(block_m=64, block_n=256, block_k=128, split_k=2, num_warps=8, num_stages=3)
+    cfg.update(over)
+    splits = 2 if cfg["split_k"] > 1 else 1
+    return {"config": cfg, "splits": splits, "kernels": ["gemm", "reducer"][:splits],
+            "quantizer": "portable (cast)", "grid": [48, splits]}  # fmt: skip
+
+
+def test_a_config_change_outranks_what_it_causes():
+    diffs = ranking.launch_differences(_launch(), _launch(num_stages=2), "sm90", own=True)
+    diffs += ranking.static_differences(
+        {"vgpr": 236, "valu_per_wave": 1000, "lds_bytes": 132096},
+        {"vgpr": 200, "valu_per_wave": 1500, "lds_bytes": 88064},
+        "sm90",
+        True,
+        [],
+    )
+    ranked = ranking.rank(diffs)
+    assert [d.field for d in ranked] == ["num_stages", "valu_per_wave", "lds_bytes", "vgpr"]
+    assert ranked[1].score == 50.0  # +50% vector work, weight 1
+    assert ranked[2].score == pytest.approx(33.333 * 0.5 * ranking.FASTER, abs=1e-3)
+
+
+def test_the_device_split_takes_precedence_and_names_the_kernels_cause():
+    base = {"kernels": [{"role": "GEMM kernel (quantizer fused)", "median_us": 30.0}],
+            "call_median_us": 31.0}  # fmt: skip
+    head = {"kernels": [{"role": "GEMM kernel (quantizer fused)", "median_us": 36.0}],
+            "call_median_us": 37.0}  # fmt: skip
+    diffs = ranking.device_differences(base, head)
+    diffs += ranking.static_differences({"valu_per_wave": 100}, {"valu_per_wave": 116}, "sm90", True,
+                                        [{"path": "kernels/_quant.py", "role": "the quantizer"}])  # fmt: skip
+    ranked = ranking.rank(diffs)
+    assert ranked[0].part == "device" and ranked[0].score == pytest.approx(20.0)
+    assert "+20.0%" in ranked[0].text and "ALU instructions per warp" in ranked[0].text
+    assert "kernels/_quant.py" in ranked[0].text
+
+
+def test_split_rounds_cuts_the_trace_at_the_flushes():
+    trace = []
+    for r in range(3):
+        t = r * 100.0
+        trace += [("flush", t, t + 10), ("gemm_a16wfp4_kernel", t + 11, t + 31 + r),
+                  ("splitk_reduce", t + 32 + r, t + 35 + r)]  # fmt: skip
+    split = split_rounds(trace, 3, 1)
+    assert [k["role"] for k in split["kernels"]] == [
+        "GEMM kernel (quantizer fused)",
+        "split-K reducer",
+    ]
+    assert split["kernels"][0]["median_us"] == 21.0 and split["call_median_us"] == 25.0
+    with pytest.raises(SplitError, match="not the same call"):
+        split_rounds([*trace[:-1], ("other", 235.0, 236.0)], 3, 1)
+    with pytest.raises(SplitError, match="do not split"):
+        split_rounds(trace[:-1], 3, 1)
+
+
+def test_merge_passes_pools_each_kernel():
+    one = {"kernels": [{"name": "g", "role": "r", "median_us": 1.0, "samples_us": [1.0, 3.0]}],
+           "call_samples_us": [2.0, 4.0], "call_median_us": 3.0, "rounds": 2}  # fmt: skip
+    merged = ex.merge_passes([{"k": one}, {"k": {"error": "x"}}, {"k": one}])
+    assert merged["k"]["kernels"][0]["samples_us"] == [1.0, 3.0, 1.0, 3.0]
+    assert merged["k"]["rounds"] == 4
+    assert ex.merge_passes([{"k": {"error": "x"}}])["k"] == {"error": "x"}
+
+
+def test_a_pair_within_the_budget_says_what_it_could_not_finish(tmp_path):
+    facts = revision.run_child(
+        tmp_path, "static", [SHAPE], TARGETS, deadline=revision.Deadline(0.5)
+    )
+    assert facts == {"256,3072,1536": {"error": "not started: the time budget of 0.5 s was spent"}}
