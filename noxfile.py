@@ -263,6 +263,10 @@ def _one_word_submission(args: list[str]) -> list[str]:
     return out
 
 
+# where the test session writes the export it tests (ignored, as all of .perfgate/)
+TEST_EXPORTS = Path(".perfgate/test")
+
+
 def _export(session: nox.Session, env: SharedEnv, out: Path | str, target: str | None) -> str:
     """The package folded into the one file a user submits (``target``'s configs; None: the
     default, gfx950's); its path."""
@@ -287,7 +291,9 @@ def test(session: nox.Session) -> None:
     subject = []
     if not _submission_chosen(args):
         target = _gpu_target(session, env) if _has_gpu() else None
-        out = Path(session.create_tmp()) / f"submission-{target or 'default'}.py"
+        # not under session.create_tmp(): nox points TMPDIR there, inside the checkout, where
+        # the tests' own temporary files would pass for the repository's
+        out = TEST_EXPORTS / f"submission-{target or 'default'}.py"
         subject = [_submission_option(_export(session, env, out, target))]
     env.run(session, "pytest", "-m", "not bench", *spread, *subject, *args)
 

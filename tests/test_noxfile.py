@@ -69,11 +69,6 @@ class FakeSession:
     def install(self, *args, **kwargs):
         self.installs.append(args)
 
-    def create_tmp(self):
-        tmp = Path(self.virtualenv.location) / "tmp"
-        tmp.mkdir(parents=True, exist_ok=True)
-        return str(tmp)
-
     def log(self, *args, **kwargs):
         pass
 
@@ -143,7 +138,7 @@ def test_torch_sessions_share_one_env_filled_once(noxfile, tmp_path):
     shared = tmp_path / "shared-cpu"
     assert first.runs[0][-1] == str(shared)  # python -m venv <shared>
     assert _pip_installs(first)[0][-2:] == (noxfile.CPU_TORCH, noxfile.ISA_TRITON)
-    exported = str(tmp_path / "test" / "tmp" / "submission-default.py")
+    exported = ".perfgate/test/submission-default.py"
     assert first.runs[-2][-4:] == ("submission", "export", "--out", exported)
     assert first.runs[-1] == (str(shared / "bin" / "pytest"), "-m", "not bench", "-n", "auto",
                               f"--submission={exported}")  # fmt: skip
@@ -192,7 +187,7 @@ def test_no_venv_installs_only_the_suite_in_place(noxfile, tmp_path):
     )  # fmt: skip
     assert not any("torch" in " ".join(r) or "venv" in r for r in session.runs)
     # the README's command, over every core, the contract tests on the one-file export
-    exported = str(tmp_path / "test" / "tmp" / "submission-default.py")
+    exported = ".perfgate/test/submission-default.py"
     export = ("python", "-m", "perfgate", "submission", "export", "--out", exported)
     assert session.runs[-2] == export
     assert session.runs[-1] == ("pytest", "-m", "not bench", "-n", "auto", f"--submission={exported}",
@@ -236,7 +231,7 @@ def test_on_a_gpu_box_the_contract_tests_take_this_gpus_export(noxfile, tmp_path
     monkeypatch.setattr(noxfile, "_has_gpu", lambda: True)
     session = FakeSession(tmp_path, "test", in_place=True)
     noxfile.test(session)
-    exported = str(tmp_path / "test" / "tmp" / "submission-sm90.py")
+    exported = ".perfgate/test/submission-sm90.py"
     assert session.runs[-2][-5:] == ("export", "--out", exported, "--target", "sm90")
     assert session.runs[-1][-1] == f"--submission={exported}"
 
