@@ -233,19 +233,24 @@ def compile_entry(module_name: str, target: str, index: int) -> dict[str, Any]:
     """Compile spec ``index`` of ``module_name`` for ``target``; runs in a pool worker."""
     spec = load_specs(module_name, target)[index]
     workload = workload_of(module_name, spec)
+    compiled = _compile(spec, target)
+    tgt = get_target(target)
+    fields = _FIELDS[tgt.vendor](tgt, compiled, spec.num_warps, workload)
+    return _entry(spec, target, "triton", fields)
+
+
+def _compile(spec: Any, target: str) -> Any:
+    """``spec`` compiled for ``target``; CompileError naming both when it fails."""
     with warnings.catch_warnings():
         # Triton 3.9 warns once per process that its fp-fusion default will change; the gate
         # records what the launchers compile today, so the notice is only noise in every worker.
         warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")
         try:
-            compiled = spec.compile(target)
+            return spec.compile(target)
         except Exception as exc:
             raise CompileError(
                 f"{spec.label} failed to compile for {target}: {type(exc).__name__}: {exc}"
             ) from exc
-    tgt = get_target(target)
-    fields = _FIELDS[tgt.vendor](tgt, compiled, spec.num_warps, workload)
-    return _entry(spec, target, "triton", fields)
 
 
 def spec_fields(spec: Any, target: str, module_name: str) -> dict[str, Any]:
@@ -253,14 +258,7 @@ def spec_fields(spec: Any, target: str, module_name: str) -> dict[str, Any]:
     as :func:`compile_entry` records them, plus on NVIDIA the per-warp figures from the SASS
     (``sass_cost``): what ``perfgate explain`` compares one benchmark's kernel by."""
     workload = workload_of(module_name, spec)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="TRITON_DEFAULT_FP_FUSION")
-        try:
-            compiled = spec.compile(target)
-        except Exception as exc:
-            raise CompileError(
-                f"{spec.label} failed to compile for {target}: {type(exc).__name__}: {exc}"
-            ) from exc
+    compiled = _compile(spec, target)
     tgt = get_target(target)
     if tgt.vendor == "nvidia":
         return nvidia_fields(tgt, compiled, spec.num_warps, workload, sass_cost=True)

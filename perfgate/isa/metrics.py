@@ -231,15 +231,16 @@ def static_cost(body: str) -> StaticCost:
             c["valu"] += 1
             if op.startswith("v_mfma"):
                 c["mfma"] += 1
+    return _cost(counts, loops)
+
+
+def _cost(counts: dict[str, Counter[str]], loops: int) -> StaticCost:
+    """The :class:`StaticCost` of instruction counts split into ``once`` and ``loop``."""
+    once, loop = counts["once"], counts["loop"]
     return StaticCost(
-        once_all=counts["once"]["all"],
-        once_valu=counts["once"]["valu"],
-        once_mfma=counts["once"]["mfma"],
-        loop_all=counts["loop"]["all"],
-        loop_valu=counts["loop"]["valu"],
-        loop_mfma=counts["loop"]["mfma"],
-        loops=loops,
-    )
+        once_all=once["all"], once_valu=once["valu"], once_mfma=once["mfma"],
+        loop_all=loop["all"], loop_valu=loop["valu"], loop_mfma=loop["mfma"], loops=loops,
+    )  # fmt: skip
 
 
 def per_wave(cost: StaticCost, steps: int) -> dict[str, float | int]:
@@ -394,15 +395,7 @@ def sass_static_cost(text: str) -> StaticCost:
             c["mfma"] += 1
         elif not _SASS_NOT_ALU.match(op):
             c["valu"] += 1
-    return StaticCost(
-        once_all=counts["once"]["all"],
-        once_valu=counts["once"]["valu"],
-        once_mfma=counts["once"]["mfma"],
-        loop_all=counts["loop"]["all"],
-        loop_valu=counts["loop"]["valu"],
-        loop_mfma=counts["loop"]["mfma"],
-        loops=loops,
-    )
+    return _cost(counts, loops)
 
 
 def nvidia_occupancy(
