@@ -217,3 +217,20 @@ def test_a_pair_within_the_budget_says_what_it_could_not_finish(tmp_path):
         tmp_path, "static", [SHAPE], TARGETS, deadline=revision.Deadline(0.5)
     )
     assert facts == {"256,3072,1536": {"error": "not started: the time budget of 0.5 s was spent"}}
+
+
+@pytest.mark.skipif(
+    not __import__("kernels.device").device.interpret_mode(),
+    reason="the dry census counts interpreted launches (TRITON_INTERPRET=1: the CPU job's)",
+)
+def test_the_dry_host_census_counts_where_the_interpreter_could_not_run_the_kernels(monkeypatch):
+    # On the H200 (triton 3.6) the launcher refuses an interpreter that cannot run dot_scaled;
+    # the census stubs every launch, so the host facts are counted all the same
+    import kernels.device
+    from perfgate.explain import host_facts
+
+    problem = "triton 3.6.0's interpreter cannot run the kernels (planted)"
+    monkeypatch.setattr(kernels.device, "INTERPRETER_PROBLEM", problem)
+    facts = host_facts.host_facts((16, 64, 512))
+    assert facts["dry_launches"] is True
+    assert facts["totals"]["launches"] >= 1 and facts["totals"]["allocations"] >= 1
