@@ -64,6 +64,18 @@ def test_docs_settings_table_matches_pyproject():
         assert float(rows[name]) == value, name
 
 
+def test_docs_toml_block_is_the_shipped_table():
+    # the doc's copy of [tool.perfgate] parses to exactly what pyproject.toml ships: a key the
+    # settings reader refuses (ab_min_effect, once) cannot stay in it
+    import tomllib
+
+    doc = (ROOT / "docs" / "perfgate-compare.md").read_text()
+    (block,) = re.findall(r"^```toml\n(\[tool\.perfgate\]\n.*?)^```", doc, flags=re.M | re.S)
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        shipped = tomllib.load(f)["tool"]["perfgate"]
+    assert tomllib.loads(block)["tool"]["perfgate"] == shipped
+
+
 def test_rounds_exist_for_every_timing_mode():
     from perfgate.gate import baseline
 
