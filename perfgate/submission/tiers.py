@@ -40,16 +40,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from kernels.shapes import LEADERBOARD, TEST_SHAPES
+
 # gpu-mode/reference-kernels: the newest commit that changed problems/amd_202602/eval.py,
 # utils.py or mxfp4-mm/ (tools/gpumode_harness.py pins the files of the same commit)
 HARNESS_COMMIT = "1f85fe4e781a97a467405270efb9de6ff1dc0c0f"
 
-# task.yml's cases, (M, N, K, seed)
-TEST_CASES = ((8, 2112, 7168, 124), (16, 3072, 1536, 6635), (64, 3072, 1536, 45),
-              (256, 2880, 512, 78))  # fmt: skip
-BENCHMARK_CASES = ((4, 2880, 512, 4565), (16, 2112, 7168, 15), (32, 4096, 512, 457),
-                   (32, 2880, 512, 54), (64, 7168, 2048, 687),
-                   (256, 3072, 1536, 7856))  # fmt: skip
+# task.yml's cases, (M, N, K, seed): the shapes are kernels.shapes' (written down once there),
+# the seeds task.yml's, in the same order
+TEST_SEEDS = (124, 6635, 45, 78)
+BENCHMARK_SEEDS = (4565, 15, 457, 54, 687, 7856)
+TEST_CASES = tuple((*s, seed) for s, seed in zip(TEST_SHAPES, TEST_SEEDS, strict=True))
+BENCHMARK_CASES = tuple((*s, seed) for s, seed in zip(LEADERBOARD, BENCHMARK_SEEDS, strict=True))
 SEED_STEP = 13  # leaderboard mode: seed += 13 before every timed call
 RECHECKED_CALLS = 100  # leaderboard mode: at most 100 timed calls a benchmark, each checked
 ATOL = RTOL = 1e-2
