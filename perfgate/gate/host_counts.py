@@ -83,6 +83,12 @@ def compare(
                     failures.append(line)
                 elif c < b:
                     improvements.append(line)
+    for shape in sorted(set(current["shapes"]) - set(baseline["shapes"])):
+        # an ungated shape would pass whatever its counts: name it
+        failures.append(
+            f"{shape}: counted in this run, but the baseline has no counts for it "
+            "(record them: python -m perfgate host --update)"
+        )
     return failures, improvements
 
 

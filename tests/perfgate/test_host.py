@@ -137,6 +137,11 @@ def test_a_missing_shape_fails(clean):
     fewer = json.loads(json.dumps(clean))
     del fewer["shapes"][SPLIT.id]
     assert host.compare(clean, fewer)[0] == [f"{SPLIT.id}: missing from this run"]
+    # and the other way: a shape counted now that the baseline lacks is named, never skipped
+    assert host.compare(fewer, clean)[0] == [
+        f"{SPLIT.id}: counted in this run, but the baseline has no counts for it "
+        "(record them: python -m perfgate host --update)"
+    ]
 
 
 @pytest.mark.parametrize(
