@@ -8,7 +8,8 @@ benchmark groups (``host``: the host path), and the other modes never time them.
 Each mode is an object that names its flush (``flush_kind``, made by
 :func:`perfgate.measure.flush.for_mode`) and knows how it times a prepared case (:meth:`Mode.time`,
 called by the plugin's harness). It imports nothing: every floor of perfgate may read it. Adding a mode is one class and one entry in
-:data:`MODES` here, and its rounds in ``[tool.perfgate.rounds]`` (pyproject.toml).
+:data:`MODES` here (``ab=True`` puts it on the A/B path too: ab, experiment, bisect, triage and
+their ``[tool.perfgate.ab_<mode>]`` section), and its rounds in ``[tool.perfgate.rounds]`` (pyproject.toml).
 """
 
 from __future__ import annotations
@@ -26,6 +27,11 @@ class Mode:
     # the flush before each timed round: "gate" (the cache flush and a device hold) or
     # "leaderboard" (one long enough to hide the host path); perfgate.measure.flush.for_mode
     flush_kind: str = "gate"
+    # perfgate ab (and experiment, bisect, triage) measures this mode, judged with
+    # [tool.perfgate.ab_<name>]
+    ab: bool = False
+    # the A/B worker times the whole custom_kernel call (its host path too), not the kernels
+    whole_call: bool = False
 
     def __post_init__(self) -> None:
         if not self.name or not self.name.isidentifier():
@@ -58,11 +64,13 @@ class Host(Mode):
 
 
 MODES: tuple[Mode, ...] = (
-    Device("device", "kernel time: graph replay over rotated input copies"),
+    Device("device", "kernel time: graph replay over rotated input copies", ab=True),
     Leaderboard(
         "leaderboard",
         "events around one custom_kernel call after a flush the host path cannot outlast",
         flush_kind="leaderboard",
+        ab=True,
+        whole_call=True,
     ),
     Host(
         "host",
@@ -71,6 +79,8 @@ MODES: tuple[Mode, ...] = (
     ),
 )
 MODE_NAMES: tuple[str, ...] = tuple(m.name for m in MODES)
+AB_MODE_NAMES: tuple[str, ...] = tuple(m.name for m in MODES if m.ab)  # what perfgate ab measures
+WHOLE_CALL_MODE_NAMES: tuple[str, ...] = tuple(m.name for m in MODES if m.whole_call)
 DEFAULT_MODE = "device"
 
 

@@ -41,6 +41,7 @@ from perfgate import catalog
 from perfgate.commands import base
 from perfgate.gate import paths
 from perfgate.history import wiring as history
+from perfgate.modes import AB_MODE_NAMES
 from perfgate.revisions import DEFAULT_GROUPS as DEFAULT_GROUPS  # ab's default, for callers
 from perfgate.revisions import AbError, add_revision_options, resolve
 from perfgate.submission import sides as submission_sides
@@ -157,7 +158,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     submission_sides.add_options(parser)
     parser.add_argument(
         "--mode",
-        choices=("device", "leaderboard"),
+        choices=AB_MODE_NAMES,
         default="device",
         help="device: graph replays over the input copies (kernel time); leaderboard: one "
         "whole custom_kernel call per round after a 2 GiB flush (default: %(default)s)",

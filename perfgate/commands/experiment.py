@@ -31,6 +31,7 @@ from pathlib import Path
 
 from perfgate import catalog
 from perfgate.commands import base
+from perfgate.modes import AB_MODE_NAMES
 from perfgate.process_experiment import DEFAULT_LEVELS, INJECTIONS, parse_levels
 
 
@@ -63,7 +64,7 @@ def _options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--mode",
-        choices=("device", "leaderboard"),
+        choices=AB_MODE_NAMES,
         default="device",
         help="the timing mode of the workers, and the [tool.perfgate.ab_<mode>] design they are "
         "judged with (default: %(default)s)",

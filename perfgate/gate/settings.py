@@ -46,7 +46,7 @@ from typing import Any
 
 from perfgate.checkout import read_toml
 from perfgate.gate.paths import PYPROJECT
-from perfgate.modes import MODE_NAMES
+from perfgate.modes import AB_MODE_NAMES, MODE_NAMES
 from perfgate.refusal import Refusal
 
 TABLE = "tool.perfgate"
@@ -54,7 +54,7 @@ TABLE = "tool.perfgate"
 # Option groups, by the commands that use them.
 STATS, ROUNDS, PROCESSES, ISA, BASELINE = "stats", "rounds", "processes", "isa", "baseline"
 AB = "ab"  # the process-level same-job A/B, one section per mode it runs in: [tool.perfgate.ab_<mode>]
-AB_MODES = ("device", "leaderboard")
+AB_MODES = AB_MODE_NAMES
 
 
 class SettingsError(Refusal, ValueError):

@@ -20,10 +20,11 @@ from perfgate.gate import baseline as bl
 from perfgate.history import bisect as bs
 from perfgate.history import github, lines, store
 from perfgate.history.records import PASS, segment_key
+from perfgate.modes import AB_MODE_NAMES
 from perfgate.refusal import Refusal
 
 PROG = "perfgate triage"
-AB_MODES = ("device", "leaderboard")  # what perfgate ab measures
+AB_MODES = AB_MODE_NAMES  # what perfgate ab measures
 RunnerFactory = Callable[[str, tuple[str, ...]], bs.ABRunner]  # (mode, benchmarks) -> runner
 
 

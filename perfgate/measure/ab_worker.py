@@ -19,8 +19,9 @@ from typing import Any
 
 from perfgate.measure import inject
 from perfgate.measure.launch import probe_median
+from perfgate.modes import WHOLE_CALL_MODE_NAMES
 
-WHOLE_CALL_MODES = ("leaderboard",)
+WHOLE_CALL_MODES = WHOLE_CALL_MODE_NAMES
 
 
 class RotatingCall:

@@ -57,6 +57,7 @@ from typing import Any
 from perfgate.measure.clock import flushed_rounds
 from perfgate.measure.flush import for_mode, rotation_count
 from perfgate.measure.launch import build_launch, probe_median
+from perfgate.modes import AB_MODE_NAMES
 
 # perfgate.catalog and perfgate.measure.harness import kernels: they load after the worker has
 # chosen its revision (use_kernels_from), inside the methods that need them.
@@ -290,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--kernels-root", type=Path, help="time ROOT/kernels (a revision)")
     what.add_argument("--submission", type=Path, metavar="FILE", help="time FILE's custom_kernel")
-    parser.add_argument("--mode", choices=("device", "leaderboard"), default="device")
+    parser.add_argument("--mode", choices=AB_MODE_NAMES, default="device")
     args = parser.parse_args(argv)
     # Answers go on the original stdout; whatever the code under test prints goes to stderr.
     proto = os.fdopen(os.dup(1), "w", buffering=1)

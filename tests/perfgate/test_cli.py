@@ -291,3 +291,36 @@ def test_help_loads_no_heavy_library(command):
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2], check=True)  # fmt: skip
     assert done.stdout.splitlines()[-1] == "[]", (command, done.stdout[-300:])
+
+
+def test_the_ab_path_takes_its_modes_from_modes_py():
+    # one class and one entry in perfgate/modes.py add a mode everywhere: no file of the A/B
+    # path names the modes by hand, and every --mode of it offers exactly the A/B modes
+    import ast
+
+    from perfgate import modes
+    from perfgate.gate import settings
+    from perfgate.history import culprits
+    from perfgate.measure import ab_worker
+    from perfgate.measure import worker as ab_process
+
+    assert (
+        settings.AB_MODES == culprits.AB_MODES == modes.AB_MODE_NAMES == ("device", "leaderboard")
+    )
+    assert ab_worker.WHOLE_CALL_MODES == modes.WHOLE_CALL_MODE_NAMES == ("leaderboard",)
+    for command in ("ab", "experiment"):
+        (action,) = [a for a in _commands()[command]._actions if "--mode" in a.option_strings]
+        assert tuple(action.choices) == modes.AB_MODE_NAMES, command
+    with pytest.raises(SystemExit):
+        ab_process.main(["--kernels-root", ".", "--mode", "host"])
+    names = set(modes.MODE_NAMES)
+    for path in (ROOT / "perfgate").rglob("*.py"):
+        if path.name == "modes.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Tuple) and len(node.elts) > 1:
+                words = {e.value for e in node.elts if isinstance(e, ast.Constant)}
+                assert not (len(words) == len(node.elts) and words <= names), (
+                    f"{path.relative_to(ROOT)}:{node.lineno} names timing modes by hand: "
+                    "read them from perfgate.modes"
+                )
