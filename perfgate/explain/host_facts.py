@@ -30,8 +30,6 @@ def host_facts(shape: tuple[int, int, int]) -> dict[str, Any]:
     from perfgate.measure import host_census
 
     gpu = torch.cuda.is_available()
-    if not gpu:
-        _allow_dry_launches()
     data = generate_input(*shape, seed=0, device="cuda" if gpu else "cpu")
     counts = host_census.count_call(lambda: gemm.custom_kernel(data), dry=not gpu)
     return {
@@ -39,14 +37,3 @@ def host_facts(shape: tuple[int, int, int]) -> dict[str, Any]:
         "totals": {c: sum(counts[c].values()) for c in CATEGORIES},
         "paths": {c: dict(counts[c]) for c in CATEGORIES},
     }
-
-
-def _allow_dry_launches() -> None:
-    """The dry census stubs every launch, so whether this triton's interpreter could run the
-    kernels does not matter: a revision whose launcher refuses an interpreter that cannot (its
-    ``kernels.device.INTERPRETER_PROBLEM``, triton < 3.8, as on the H200) is counted all the same.
-    Revisions without that guard are untouched."""
-    from kernels import device
-
-    if getattr(device, "INTERPRETER_PROBLEM", None) is not None:
-        device.INTERPRETER_PROBLEM = None

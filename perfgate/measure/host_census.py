@@ -250,7 +250,15 @@ class Census:
             if self._dry:
                 from triton.runtime.interpreter import InterpretedFunction
 
+                import kernels.device
+
                 stack.enter_context(_patched(InterpretedFunction, "run", _dry_launch))
+                if getattr(kernels.device, "INTERPRETER_PROBLEM", None) is not None:
+                    # every launch is stubbed: whether this triton's interpreter could run the
+                    # kernels (triton < 3.8, as on the H200) does not matter to a dry count, so
+                    # the launcher's guard against such an interpreter is lifted while counting
+                    # (a revision without that guard is untouched)
+                    stack.enter_context(_patched(kernels.device, "INTERPRETER_PROBLEM", None))
             from kernels.reducer.native import NativeReducer
 
             stack.enter_context(_patched(NativeReducer, "plan", _counting_plan(NativeReducer.plan)))

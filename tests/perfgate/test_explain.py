@@ -234,3 +234,4 @@ def test_the_dry_host_census_counts_where_the_interpreter_could_not_run_the_kern
     facts = host_facts.host_facts((16, 64, 512))
     assert facts["dry_launches"] is True
     assert facts["totals"]["launches"] >= 1 and facts["totals"]["allocations"] >= 1
+    assert kernels.device.INTERPRETER_PROBLEM == problem  # lifted only while counting
