@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kernels.targets import Target, get_target
@@ -214,28 +215,40 @@ def static_cost(body: str) -> StaticCost:
         inst = _LINE_INSTRUCTION.match(line)
         if inst and not line.lstrip().startswith("."):
             ops.append((inst[1], inst[2] or ""))
+
+    def loop_start(i: int, op: str, args: str) -> int | None:
+        target = labels.get(args.split()[0] if args else "") if _BRANCH.match(op) else None
+        return target if target is not None and target <= i else None
+
+    def kinds(op: str) -> tuple[str, ...]:
+        if not op.startswith("v_"):
+            return ()
+        return ("valu", "mfma") if op.startswith("v_mfma") else ("valu",)
+
+    return _cost(ops, loop_start, kinds)
+
+
+def _cost(
+    ops: list[tuple[str, str]],
+    loop_start: Callable[[int, str, str], int | None],
+    kinds: Callable[[str], tuple[str, ...]],
+) -> StaticCost:
+    """The :class:`StaticCost` of ``ops`` (mnemonic, operands), in order: ``loop_start(i, op,
+    args)`` is the index a backward branch at ``i`` goes back to (None: no loop), and everything
+    from there to ``i`` is loop body; ``kinds(op)`` the counters besides ``all`` an op adds to."""
     in_loop = [False] * len(ops)
     loops = 0
     for i, (op, args) in enumerate(ops):
-        if _BRANCH.match(op):
-            target = labels.get(args.split()[0] if args else "")
-            if target is not None and target <= i:
-                loops += 1
-                for j in range(target, i + 1):
-                    in_loop[j] = True
+        start = loop_start(i, op, args)
+        if start is not None:
+            loops += 1
+            for j in range(start, i + 1):
+                in_loop[j] = True
     counts = {"once": Counter(), "loop": Counter()}
     for (op, _), looped in zip(ops, in_loop, strict=True):
         c = counts["loop" if looped else "once"]
         c["all"] += 1
-        if op.startswith("v_"):
-            c["valu"] += 1
-            if op.startswith("v_mfma"):
-                c["mfma"] += 1
-    return _cost(counts, loops)
-
-
-def _cost(counts: dict[str, Counter[str]], loops: int) -> StaticCost:
-    """The :class:`StaticCost` of instruction counts split into ``once`` and ``loop``."""
+        c.update(kinds(op))
     once, loop = counts["once"], counts["loop"]
     return StaticCost(
         once_all=once["all"], once_valu=once["valu"], once_mfma=once["mfma"],
@@ -378,24 +391,18 @@ def sass_static_cost(text: str) -> StaticCost:
             ops.append((inst[1].split(".")[0], inst[2]))
     if not ops:
         raise IsaParseError("no SASS instructions found in the disassembly")
-    in_loop = [False] * len(ops)
-    loops = 0
-    for i, (op, args) in enumerate(ops):
+
+    def loop_start(i: int, op: str, args: str) -> int | None:
         target = _SASS_TARGET.search(args) if op == "BRA" else None
         start = labels.get(target[1]) if target else None
-        if start is not None and start < i:
-            loops += 1
-            for j in range(start, i + 1):
-                in_loop[j] = True
-    counts = {"once": Counter(), "loop": Counter()}
-    for (op, _), looped in zip(ops, in_loop, strict=True):
-        c = counts["loop" if looped else "once"]
-        c["all"] += 1
+        return start if start is not None and start < i else None  # a BRA to itself: the trap
+
+    def kinds(op: str) -> tuple[str, ...]:
         if _SASS_MMA.match(op):
-            c["mfma"] += 1
-        elif not _SASS_NOT_ALU.match(op):
-            c["valu"] += 1
-    return _cost(counts, loops)
+            return ("mfma",)
+        return () if _SASS_NOT_ALU.match(op) else ("valu",)
+
+    return _cost(ops, loop_start, kinds)
 
 
 def nvidia_occupancy(
