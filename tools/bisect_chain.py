@@ -143,15 +143,16 @@ def chain_parser(prog: str, doc: str) -> argparse.ArgumentParser:
     return parser
 
 
-def on_chain(prog: str, out: Path, shape: tuple[int, int, int], body) -> int:
+def on_chain(prog: str, out: Path, shape: tuple[int, int, int], body, make=None) -> int:
     """``body(clone, commits, out)`` on a new chain in a temporary clean clone (removed
-    afterwards), ``out`` made; exit 2 after one line when the chain cannot be made."""
+    afterwards), ``out`` made; exit 2 after one line when the chain cannot be made.
+    ``make(clone, shape)`` makes the chain (default: this module's :func:`make_chain`)."""
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=f"perfgate-{prog.rpartition('.')[2].replace('_', '-')}-"))
     try:
         try:
-            commits = make_chain(work / "clone", shape)
+            commits = (make or make_chain)(work / "clone", shape)
         except (CloneError, ValueError, OSError) as exc:
             print(f"{prog}: error: {exc}", file=sys.stderr)
             return 2

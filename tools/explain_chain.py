@@ -26,18 +26,17 @@ cannot be made. The clone is removed.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from tools.history_clone import REPO, CloneError, clean_clone, commit
+from tools.bisect_chain import chain_parser, on_chain, shape_id
+from tools.history_clone import REPO, clean_clone, commit, git, tree_files
 
 CONFIGS = Path("kernels/_configs_nvidia.py")
 QUANT = Path("kernels/_quant.py")
@@ -119,6 +118,18 @@ def plant(clone: Path, cause: str, shape: tuple[int, int, int]) -> None:
         raise ValueError(f"unknown cause {cause!r}")
 
 
+def kernels_repo(dest: Path, src: Path = REPO) -> Path:
+    """A new repository at ``dest`` holding ``src``'s kernels/ alone, committed: all a
+    revision's children import, so a small ``src`` for :func:`make_chain` (the tests')."""
+    for rel in tree_files(src):
+        if rel.startswith("kernels/"):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src / rel, dest / rel)
+    git(dest, "init", "-q")
+    commit(dest, "kernels/ of the tree")
+    return dest
+
+
 def make_chain(clone: Path, shape: tuple[int, int, int], src: Path = REPO) -> list[tuple[str, str]]:
     """[("C0", sha), (cause, sha), ...] in a new clean clone at ``clone``."""
     commits = [("C0", clean_clone(clone, src, "explain chain C0: the working tree as it is"))]
@@ -141,18 +152,9 @@ def judge(cause: str, answer: dict) -> bool:
     return first_ranked(answer) == EXPECTED[cause]
 
 
-def shape_id(shape) -> str:
-    return f"m{shape[0]}-n{shape[1]}-k{shape[2]}"
-
-
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="tools.explain_chain", description=__doc__.split("\n\n")[0]
-    )
-    parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument(
-        "--shape", default="256,3072,1536", help="M,N,K: an sm90 tuned entry that splits K"
-    )
+    parser = chain_parser("tools.explain_chain", __doc__)
+    parser.set_defaults(shape=(256, 3072, 1536))  # an sm90 tuned entry that splits K
     parser.add_argument("--target", default="sm90")
     parser.add_argument("--device", choices=("auto", "yes", "no"), default="auto")
     parser.add_argument("--timeout-s", type=float, default=300.0, help="per explanation")
@@ -163,22 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         "its device split, so the chain can be split over several runs",
     )
     args = parser.parse_args(argv)
-    shape = tuple(int(x) for x in args.shape.split(","))
     unknown = set(args.causes.split(",")) - set(EXPECTED)
     if unknown:
         parser.error(f"--causes: unknown {sorted(unknown)}; choose from {', '.join(EXPECTED)}")
-    out = args.out.resolve()
-    out.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix="perfgate-explain-chain-"))
-    try:
-        try:
-            commits = make_chain(work / "clone", shape)
-        except (CloneError, ValueError, OSError) as exc:
-            print(f"tools.explain_chain: error: {exc}", file=sys.stderr)
-            return 2
-        return _explain_all(work / "clone", commits, shape, out, args)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+
+    def explain_all(clone: Path, commits, out: Path) -> int:
+        return _explain_all(clone, commits, args.shape, out, args)
+
+    return on_chain("tools.explain_chain", args.out, args.shape, explain_all, make=make_chain)
 
 
 def _explain_all(clone: Path, commits, shape, out: Path, args) -> int:

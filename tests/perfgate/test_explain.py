@@ -14,8 +14,7 @@ import pytest
 from perfgate.explain import explain as ex
 from perfgate.explain import ranking, revision, source_facts
 from perfgate.explain.device_split import SplitError, split_rounds
-from perfgate.gate import paths
-from tools import explain_chain, history_clone
+from tools import explain_chain
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the chain is git commits")
 SHAPE = (256, 3072, 1536)  # sm90's tuned entry: 64x256x128, split_k=2, 8 warps, 3 stages
@@ -28,14 +27,7 @@ def chain(tmp_path_factory):
     """The planted chain in a repository holding this tree's kernels/ (all the children import
     of a revision), every commit's facts computed once: by sha, so nothing hides a change."""
     tmp = tmp_path_factory.mktemp("explain")
-    src = tmp / "src"
-    for rel in history_clone.tree_files(paths.REPO):
-        if rel.startswith("kernels/"):
-            (src / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(paths.REPO / rel, src / rel)
-    history_clone.git(src, "init", "-q")
-    history_clone.git(src, "add", "-A")
-    history_clone.git(src, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "src")
+    src = explain_chain.kernels_repo(tmp / "src")
     clone = tmp / "clone"
     commits = explain_chain.make_chain(clone, SHAPE, src)
     sides = []
@@ -234,4 +226,4 @@ def test_the_dry_host_census_counts_where_the_interpreter_could_not_run_the_kern
     facts = host_facts.host_facts((16, 64, 512))
     assert facts["dry_launches"] is True
     assert facts["totals"]["launches"] >= 1 and facts["totals"]["allocations"] >= 1
-    assert kernels.device.INTERPRETER_PROBLEM == problem  # lifted only while counting
+    assert problem == kernels.device.INTERPRETER_PROBLEM  # lifted only while counting

@@ -16,7 +16,6 @@ import pytest
 
 from perfgate.explain import explain as ex
 from perfgate.explain import ranking, wiring
-from perfgate.gate import paths
 from perfgate.gate.report import Report, Row, render_markdown
 
 NAME = "tests/perf/test_leaderboard.py::test_leaderboard[m256-n3072-k1536]"
@@ -117,17 +116,9 @@ def test_the_budget_options_refuse_a_negative_budget(capsys):
 @pytest.fixture
 def kernels_src(tmp_path):
     """A repository holding this tree's kernels/ (what a revision's children import)."""
-    from tools import history_clone
+    from tools import explain_chain
 
-    root = tmp_path / "src"
-    for rel in history_clone.tree_files(paths.REPO):
-        if rel.startswith("kernels/"):
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(paths.REPO / rel, root / rel)
-    history_clone.git(root, "init", "-q")
-    history_clone.git(root, "add", "-A")
-    history_clone.git(root, "commit", "-q", "-m", "src")
-    return root
+    return explain_chain.kernels_repo(tmp_path / "src")
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="the chain is git commits")
