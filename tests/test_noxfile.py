@@ -227,6 +227,17 @@ def test_nox_test_with_a_submission_outside_tests_reaches_the_option(tmp_path):
     assert done.returncode == 0, done.stdout[-1500:] + done.stderr[-1500:]
 
 
+def test_the_test_sessions_tests_compile_each_module_once(noxfile, tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    session = FakeSession(tmp_path, "test")
+    envs = []
+    original = session.run
+    session.run = lambda *a, **k: envs.append((a[0], k.get("env"))) or original(*a, **k)
+    noxfile.test(session)
+    program, env = envs[-1]
+    assert program.endswith("pytest") and env["PYTHONDONTWRITEBYTECODE"] == ""
+
+
 def test_on_a_gpu_box_the_contract_tests_take_this_gpus_export(noxfile, tmp_path, monkeypatch):
     monkeypatch.setattr(noxfile, "_has_gpu", lambda: True)
     session = FakeSession(tmp_path, "test", in_place=True)
@@ -273,6 +284,9 @@ def test_ab_without_base_is_refused(noxfile, tmp_path, capsys):
 
 EXPORTED = ".perfgate/results/submission-sm90.py"
 REQUIRED = {"PERFGATE_REQUIRE_GPU": "1", "MXFP4_REQUIRE_NATIVE_REDUCER": "1"}
+# the tests' many fresh interpreters reuse the bytecode of the first, wherever the image set
+# PYTHONDONTWRITEBYTECODE (an empty value is unset, for Python)
+COMPILED_ONCE = {"PYTHONDONTWRITEBYTECODE": ""}
 
 
 def _gpu_job(noxfile, tmp_path, monkeypatch, *posargs, gpus=1, exits=None):
@@ -318,7 +332,7 @@ def test_the_push_job_is_gated_by_the_stored_baselines(noxfile, tmp_path, monkey
     # every step that runs the code under test demands the GPU and the native reducer (the
     # export only writes a file)
     envs = [c[1] for c in calls if c[0][:2] != ("python", "-c")]
-    assert envs == [REQUIRED, None, *[REQUIRED] * 4]
+    assert envs == [REQUIRED, None, REQUIRED | COMPILED_ONCE, *[REQUIRED] * 3]
     assert calls[-1][2] is None  # the stored verdict decides: exit 1 fails the job
 
 

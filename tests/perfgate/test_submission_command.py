@@ -85,8 +85,9 @@ def _tail(done: subprocess.CompletedProcess) -> str:
 def test_the_exported_file_passes_through_the_command(exported):
     # Every contract test runs on the export in the test session itself (`nox -s test` and the
     # GPU job pass --submission EXPORT); here, the command's own path: the file loaded in a
-    # fresh process, one leaderboard check (the smallest case) and one strict test, judged.
-    pick = "test-m16-n3072-k1536 or test_nan_poisons_exactly_its_rows"
+    # fresh process, one leaderboard check (the cheapest in the interpreter) and one strict
+    # test, judged.
+    pick = f"{LEADERBOARD_M4} or test_nan_poisons_exactly_its_rows"
     done = _perfgate("submission", "test", str(exported), "--strict", "-q", "-k", pick)
     assert done.returncode == 0, _tail(done)
     assert f"--submission={exported}" in done.stdout

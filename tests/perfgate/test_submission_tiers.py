@@ -139,16 +139,29 @@ def test_bench_never_times_a_file_the_leaderboard_rejects(
     ) and line.endswith("; not timed")
 
 
+# A file that passes the tier at the reference's cost: the side checked before the rejected one
+# (the third-party file passes too, at three times the cost; its own test is above).
+THE_REFERENCE = """from kernels.reference import reference_gemm
+
+
+def custom_kernel(data):
+    a, _b, _b_q, b_shuffle, b_scale_sh = data
+    return reference_gemm(a, b_shuffle, b_scale_sh)
+"""
+
+
 @pytest.mark.parametrize(("side", "code"), [("head", 1), ("base", 2)])
 def test_ab_never_times_a_file_the_leaderboard_rejects(
-    side, code, third_party, wrong_scale_rule, capsys, monkeypatch
+    side, code, wrong_scale_rule, capsys, monkeypatch
 ):
     from perfgate.commands import base
     from perfgate.measure import ab as ab_measure
 
     monkeypatch.setattr(base, "gpu_available", lambda: True)
     monkeypatch.setattr(ab_measure, "run_submissions", lambda *a, **k: pytest.fail("timed"))
-    files = {"base": third_party, "head": third_party, side: wrong_scale_rule}
+    passing = wrong_scale_rule.parent / "the_reference.py"
+    passing.write_text(THE_REFERENCE)
+    files = {"base": passing, "head": passing, side: wrong_scale_rule}
     rc, out, err = _cli(capsys, "ab", "--base-submission", str(files["base"]),
                         "--head-submission", str(files["head"]), "--groups", "leaderboard",
                         "--results-dir", str(wrong_scale_rule.parent / "r"))  # fmt: skip
@@ -158,4 +171,4 @@ def test_ab_never_times_a_file_the_leaderboard_rejects(
         f"perfgate ab: error: --{side}-submission: {wrong_scale_rule} fails the leaderboard tier: "
     ) and line.endswith("; not timed")
     if side == "head":  # the base was checked first and passed
-        assert f"perfgate ab: base: perfgate: {third_party} passes the leaderboard tier" in out
+        assert f"perfgate ab: base: perfgate: {passing} passes the leaderboard tier" in out
