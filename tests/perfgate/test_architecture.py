@@ -130,6 +130,35 @@ def test_the_library_never_imports_a_command():
     assert offenders == []
 
 
+HUNT = "perfgate.hunt"
+STORE = "perfgate.history"
+
+
+def store_to_hunt(edges: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The imports that point the wrong way: the run store reaching up into the hunt."""
+    return sorted((a, b) for a, b in edges if a.startswith(STORE) and b.startswith(HUNT))
+
+
+def test_the_hunt_reads_the_store_and_the_store_never_the_hunt():
+    assert store_to_hunt(EDGES) == []
+    # the rule is not empty: the hunt does read the store (culprits' good commits)
+    assert any(a.startswith(HUNT) and b.startswith(STORE) for a, b in EDGES)
+
+
+def test_the_store_rule_catches_a_planted_import(tmp_path):
+    files = {
+        "history/store.py": "def f():\n    from perfgate.hunt import lines",
+        "hunt/lines.py": "from perfgate.history import store",
+    }
+    for rel, text in {"__init__.py": "", **files}.items():
+        path = tmp_path / PACKAGE / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / "__init__.py").touch()
+        path.write_text(text + "\n")
+    mods = modules(tmp_path)
+    assert store_to_hunt(import_edges(mods)) == [("perfgate.history.store", "perfgate.hunt.lines")]
+
+
 def test_every_command_module_is_registered_and_thin():
     from perfgate.__main__ import _COMMAND_MODULES
 

@@ -11,8 +11,8 @@ import pytest
 
 from perfgate import catalog
 from perfgate.__main__ import build_parser
-from perfgate.history import bisect as bs
-from perfgate.history import culprits
+from perfgate.hunt import bisect as bs
+from perfgate.hunt import culprits
 
 
 @pytest.fixture

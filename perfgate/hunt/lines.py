@@ -59,7 +59,7 @@ def commit_range(repo: Path, good: str, bad: str) -> list[str]:
 
 
 class GitLines:
-    """The merges of one repository, as :func:`perfgate.history.bisect.bisect_merges` asks, and
+    """The merges of one repository, as :func:`perfgate.hunt.bisect.bisect_merges` asks, and
     what the triage asks of its commits."""
 
     def __init__(self, repo: Path) -> None:
