@@ -11,5 +11,6 @@ docs/history.md, "Bisect" and "Triage").
   :mod:`~perfgate.hunt.github` the issues client (the few REST calls).
 
 The hunt reads the run store (:mod:`perfgate.history`: the good commits are runs that passed)
-and never the other way round.
+and never the other way round (tests/perfgate/test_architecture.py holds it). Git runs through
+:mod:`perfgate.git`, as everywhere in perfgate.
 """
