@@ -104,6 +104,16 @@ def levels(mods: dict[str, Path], edges: set[tuple[str, str]]) -> int:
     return max(of(m) for m in mods)
 
 
+def plant(root: Path, files: dict[str, str]) -> dict[str, Path]:
+    """A small perfgate package of ``files`` (path: source) under ``root``, and its modules."""
+    for rel, text in {"__init__.py": "", **files}.items():
+        path = root / PACKAGE / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / "__init__.py").touch()
+        path.write_text(text + "\n")
+    return modules(root)
+
+
 MODS = modules()
 EDGES = import_edges(MODS)
 
@@ -146,16 +156,10 @@ def test_the_hunt_reads_the_store_and_the_store_never_the_hunt():
 
 
 def test_the_store_rule_catches_a_planted_import(tmp_path):
-    files = {
+    mods = plant(tmp_path, {
         "history/store.py": "def f():\n    from perfgate.hunt import lines",
         "hunt/lines.py": "from perfgate.history import store",
-    }
-    for rel, text in {"__init__.py": "", **files}.items():
-        path = tmp_path / PACKAGE / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        (path.parent / "__init__.py").touch()
-        path.write_text(text + "\n")
-    mods = modules(tmp_path)
+    })  # fmt: skip
     assert store_to_hunt(import_edges(mods)) == [("perfgate.history.store", "perfgate.hunt.lines")]
 
 
@@ -185,12 +189,7 @@ def test_every_command_module_is_registered_and_thin():
     ],
 )
 def test_the_rules_catch_planted_trees(tmp_path, files, circle, command_edge):
-    for rel, text in {"__init__.py": "", **files}.items():
-        path = tmp_path / PACKAGE / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        (path.parent / "__init__.py").touch()
-        path.write_text(text + "\n")
-    mods = modules(tmp_path)
+    mods = plant(tmp_path, files)
     edges = import_edges(mods)
     assert bool(circles(mods, edges)) is circle
     crossing = [
