@@ -595,9 +595,9 @@ MUTATION_FLOORS = (
 
 @nox.session(venv_params=EMPTY_VENV)
 def mutate(session: nox.Session) -> None:
-    """mutmut on perfgate/gate, perfgate/history, perfgate/spawn.py and kernels/gemm.py, then the
-    score of each (nightly; ``-- 'perfgate.gate.process_ab*'`` runs only the mutants that glob
-    names)."""
+    """mutmut on perfgate/gate, perfgate/history, perfgate/hunt, perfgate/spawn.py and
+    kernels/gemm.py, then the score of each (nightly; ``-- 'perfgate.gate.process_ab*'`` runs
+    only the mutants that glob names)."""
     env = shared_env(session, "test", "perf", "history", "mutate", kind="cpu")
     env.run(session, "mutmut", "run", *session.posargs)
     # the floors hold for a whole run; a narrowed one is scored, not judged

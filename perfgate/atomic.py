@@ -32,12 +32,12 @@ import itertools
 import json
 import os
 import signal
-import subprocess
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from perfgate import git
 from perfgate.checkout import REPO
 from perfgate.refusal import Refusal
 
@@ -196,15 +196,10 @@ BASELINES_TOP = "perf_baselines"
 def _tracked(repo: Path) -> frozenset[str] | None:
     """The paths git tracks in ``repo``, relative and in POSIX form (None: not a git checkout,
     or no git)."""
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(repo), "ls-files", "-z"], capture_output=True, check=False
-        )
-    except OSError:
+    listed = git.read("ls-files", "-z", cwd=repo)
+    if listed is None:
         return None
-    if done.returncode != 0:
-        return None
-    return frozenset(p for p in done.stdout.decode().split("\0") if p)
+    return frozenset(p for p in listed.split("\0") if p)
 
 
 def check_not_tracked(label: str, path: Path, baselines: bool = False) -> None:

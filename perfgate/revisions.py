@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from perfgate import git as git_cli
 from perfgate import spawn
 from perfgate.gate import paths
 
@@ -56,10 +57,7 @@ class AbError(Exception):
 # -- revisions ----------------------------------------------------------------------------------
 def git(*args: str, cwd: Path | None = None) -> str:
     """``git args`` in ``cwd`` (default: this checkout, :data:`paths.REPO`); AbError if it fails."""
-    # safe.directory: inside the ROCm container the mounted checkout belongs to another user,
-    # and git refuses such a repository otherwise
-    cmd = ["git", "-c", "safe.directory=*", *args]
-    proc = spawn.run(cmd, cwd=paths.REPO if cwd is None else cwd, capture_output=True, text=True)
+    proc = git_cli.run(*args, cwd=paths.REPO if cwd is None else cwd)
     if proc.returncode:
         raise AbError(f"git {' '.join(args)}: {' '.join(proc.stderr.split()) or 'failed'}")
     return proc.stdout.strip()

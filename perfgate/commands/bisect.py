@@ -63,8 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     import shutil
 
-    from perfgate.history import bisect as bs
-    from perfgate.history import lines
+    from perfgate.hunt import bisect as bs
+    from perfgate.hunt import lines
 
     if shutil.which("git") is None:
         print(f"{PROG}: error: git is not on PATH", file=sys.stderr)
@@ -115,7 +115,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _present(args: argparse.Namespace, result) -> int:
     from perfgate import atomic
-    from perfgate.history import bisect as bs
+    from perfgate.hunt import bisect as bs
 
     premise = result.steps[0] if result.steps else None
     if premise is None or premise.outcome != bs.REGRESSION:

@@ -151,8 +151,9 @@ def _run(args: argparse.Namespace) -> int:
         return _publish(args)
 
     from perfgate.gate import paths
-    from perfgate.history import config, culprits, github, lines, store
-    from perfgate.history import triage as tg
+    from perfgate.history import config, store
+    from perfgate.hunt import culprits, github, lines
+    from perfgate.hunt import triage as tg
 
     if shutil.which("git") is None:
         return base.error("triage", "git is not on PATH")
@@ -194,8 +195,8 @@ def _run(args: argparse.Namespace) -> int:
 
 def _publish(args: argparse.Namespace) -> int:
     from perfgate import atomic
-    from perfgate.history import github
-    from perfgate.history import triage as tg
+    from perfgate.hunt import github
+    from perfgate.hunt import triage as tg
 
     allowed = {"publish", "summary", "repo"}
     given = [
@@ -247,7 +248,7 @@ def _gpu_first(factory):
     of a report that flags nothing needs none."""
 
     def make(mode, benchmarks):
-        from perfgate.history.culprits import TriageError
+        from perfgate.hunt.culprits import TriageError
 
         if not base.gpu_available():
             raise TriageError("no GPU visible: each step is an A/B measured on this GPU")
@@ -257,7 +258,7 @@ def _gpu_first(factory):
 
 
 def _announcing(runner, benchmarks):
-    from perfgate.history import bisect as bs
+    from perfgate.hunt import bisect as bs
 
     what = (
         benchmarks[0].rpartition("::")[2]

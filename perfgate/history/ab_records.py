@@ -25,11 +25,11 @@ import hashlib
 import json
 import math
 import os
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from perfgate import git
 from perfgate.history.records import AB_MODE, RecordError, Run, result_of
 
 HEAD_KEY = "head_samples"
@@ -124,19 +124,10 @@ def commit_time(commit: str) -> str | None:
     know it (another checkout's A/B file)."""
     from perfgate.gate import paths
 
-    try:
-        proc = subprocess.run(
-            ["git", "-c", "safe.directory=*", "show", "-s", "--format=%cI", commit, "--"],
-            cwd=paths.REPO,
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=30,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    text = proc.stdout.strip()
-    if proc.returncode or not text:
+    text = (
+        git.read("show", "-s", "--format=%cI", commit, "--", cwd=paths.REPO, timeout=30) or ""
+    ).strip()
+    if not text:
         return None
     try:
         return datetime.fromisoformat(text).astimezone(timezone.utc).isoformat()

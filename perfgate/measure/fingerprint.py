@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from perfgate import spawn
+from perfgate import git, spawn
 from perfgate.checkout import REPO as _REPO
 
 _TIMEOUT_S = 10
@@ -135,12 +135,12 @@ def clock_readings(run: Runner = run_tool) -> dict[str, Any]:
     return {key: info[key] for key in CLOCK_READING_KEYS}
 
 
-def git_state(run: Runner = run_tool) -> tuple[str | None, bool | None]:
+def git_state(read: Callable[..., str | None] = git.read) -> tuple[str | None, bool | None]:
     """(commit, dirty) of the repository holding perfgate; (None, None) outside git."""
-    commit = run(["git", "rev-parse", "HEAD"])
+    commit = read("rev-parse", "HEAD", cwd=_REPO, timeout=_TIMEOUT_S)
     if not commit:
         return None, None
-    status = run(["git", "status", "--porcelain", "--untracked-files=no"])
+    status = read("status", "--porcelain", "--untracked-files=no", cwd=_REPO, timeout=_TIMEOUT_S)
     return commit.strip(), (bool(status.strip()) if status is not None else None)
 
 
@@ -194,7 +194,7 @@ def collect(run: Runner = run_tool) -> dict[str, Any]:
     info = device_info()
     vendor, index = _current_gpu()
     tool = smi(vendor, index, run)
-    commit, dirty = git_state(run)
+    commit, dirty = git_state()
     gpu = info.vendor != "interpreter"
     return {
         "gpu_name": info.name if gpu else None,

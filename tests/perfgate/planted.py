@@ -12,7 +12,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from perfgate.history import bisect as bs
+from perfgate.hunt import bisect as bs
 
 PERF = "perf.json"
 THRESHOLD = 1.015

@@ -104,6 +104,16 @@ def levels(mods: dict[str, Path], edges: set[tuple[str, str]]) -> int:
     return max(of(m) for m in mods)
 
 
+def plant(root: Path, files: dict[str, str]) -> dict[str, Path]:
+    """A small perfgate package of ``files`` (path: source) under ``root``, and its modules."""
+    for rel, text in {"__init__.py": "", **files}.items():
+        path = root / PACKAGE / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        (path.parent / "__init__.py").touch()
+        path.write_text(text + "\n")
+    return modules(root)
+
+
 MODS = modules()
 EDGES = import_edges(MODS)
 
@@ -128,6 +138,29 @@ def test_the_library_never_imports_a_command():
         if not a.startswith((COMMANDS, "perfgate.__main__")) and b.startswith(COMMANDS)
     )
     assert offenders == []
+
+
+HUNT = "perfgate.hunt"
+STORE = "perfgate.history"
+
+
+def store_to_hunt(edges: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The imports that point the wrong way: the run store reaching up into the hunt."""
+    return sorted((a, b) for a, b in edges if a.startswith(STORE) and b.startswith(HUNT))
+
+
+def test_the_hunt_reads_the_store_and_the_store_never_the_hunt():
+    assert store_to_hunt(EDGES) == []
+    # the rule is not empty: the hunt does read the store (culprits' good commits)
+    assert any(a.startswith(HUNT) and b.startswith(STORE) for a, b in EDGES)
+
+
+def test_the_store_rule_catches_a_planted_import(tmp_path):
+    mods = plant(tmp_path, {
+        "history/store.py": "def f():\n    from perfgate.hunt import lines",
+        "hunt/lines.py": "from perfgate.history import store",
+    })  # fmt: skip
+    assert store_to_hunt(import_edges(mods)) == [("perfgate.history.store", "perfgate.hunt.lines")]
 
 
 def test_every_command_module_is_registered_and_thin():
@@ -156,12 +189,7 @@ def test_every_command_module_is_registered_and_thin():
     ],
 )
 def test_the_rules_catch_planted_trees(tmp_path, files, circle, command_edge):
-    for rel, text in {"__init__.py": "", **files}.items():
-        path = tmp_path / PACKAGE / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        (path.parent / "__init__.py").touch()
-        path.write_text(text + "\n")
-    mods = modules(tmp_path)
+    mods = plant(tmp_path, files)
     edges = import_edges(mods)
     assert bool(circles(mods, edges)) is circle
     crossing = [

@@ -300,7 +300,7 @@ def test_the_ab_path_takes_its_modes_from_modes_py():
 
     from perfgate import modes
     from perfgate.gate import settings
-    from perfgate.history import culprits
+    from perfgate.hunt import culprits
     from perfgate.measure import ab_worker
     from perfgate.measure import worker as ab_process
 

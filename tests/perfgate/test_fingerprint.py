@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_collect_on_cpu_has_every_key_and_nulls_for_the_gpu(monkeypatch):
-    # pretend no vendor tool exists even if this machine has one on PATH
-    fp = fingerprint.collect(run=lambda cmd: None if cmd[0] != "git" else fingerprint.run_tool(cmd))
+    # pretend no vendor tool exists even if this machine has one on PATH (git reads this checkout)
+    fp = fingerprint.collect(run=lambda cmd: None)
     assert set(baseline.FINGERPRINT_KEYS) <= set(fp)  # what compare/baseline.load require
     assert {"git_dirty", "device_key"} <= set(fp)
     if torch.cuda.is_available():
@@ -32,14 +32,14 @@ def test_collect_on_cpu_has_every_key_and_nulls_for_the_gpu(monkeypatch):
 
 
 def test_git_state_outside_a_repository_is_null():
-    assert fingerprint.git_state(run=lambda cmd: None) == (None, None)
+    assert fingerprint.git_state(read=lambda *args, **kwargs: None) == (None, None)
 
 
 def test_git_state_reports_dirty_tree():
     answers = {"rev-parse": "abc123\n", "status": " M kernels/gemm.py\n"}
-    assert fingerprint.git_state(run=lambda cmd: answers[cmd[1]]) == ("abc123", True)
+    assert fingerprint.git_state(read=lambda *args, **kwargs: answers[args[0]]) == ("abc123", True)
     answers["status"] = ""
-    assert fingerprint.git_state(run=lambda cmd: answers[cmd[1]]) == ("abc123", False)
+    assert fingerprint.git_state(read=lambda *args, **kwargs: answers[args[0]]) == ("abc123", False)
 
 
 def _nvidia_runner(replies: dict[str, str | None]):

@@ -58,8 +58,8 @@ def test_ab_and_bisect_share_their_revision_options():
     ],
 )
 def test_bisect_checks_its_selection_before_any_ab(monkeypatch, capsys, extra, message):
-    from perfgate.history import bisect as bs
-    from perfgate.history import lines
+    from perfgate.hunt import bisect as bs
+    from perfgate.hunt import lines
 
     monkeypatch.setattr(lines, "commit_range", lambda repo, good, bad: ["a" * 40, "b" * 40])
 

@@ -20,8 +20,9 @@ import pytest
 
 from perfgate.__main__ import main
 from perfgate.gate import compare
-from perfgate.history import culprits, github, records, store
-from perfgate.history import triage as tg
+from perfgate.history import records, store
+from perfgate.hunt import culprits, github
+from perfgate.hunt import triage as tg
 from tests.perfgate.conftest import gpu_like, make_result
 from tests.perfgate.planted import PlantedRepo, factory
 from tools.github_standin import Standin

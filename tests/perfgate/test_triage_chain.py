@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from perfgate.gate import compare, paths
-from perfgate.history import bisect as bs
+from perfgate.hunt import bisect as bs
 from tests.perfgate.conftest import gpu_like, make_result
 from tools import bisect_chain, history_clone, triage_chain
 
@@ -77,7 +77,7 @@ def _fake_spawn(monkeypatch, tmp_path, seen: list, c0_exit: int = 0, wrong: bool
     from perfgate.__main__ import build_parser, main
     from perfgate.commands import base
     from perfgate.commands import triage as command
-    from perfgate.history import culprits
+    from perfgate.hunt import culprits
 
     real = spawn.run
     baseline = tmp_path / "baseline.json"

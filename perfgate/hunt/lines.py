@@ -9,16 +9,14 @@
   never passes through), and the merge of main back into it is a merge on that line, descended
   into in turn.
 
-Every git child is started through :mod:`perfgate.spawn` (a killed bisection leaves none), with
-``safe.directory=*``: inside the ROCm container the mounted checkout belongs to another user.
+Git runs through :mod:`perfgate.git` (a killed bisection leaves no git behind).
 """
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from perfgate import spawn
+from perfgate import git
 from perfgate.refusal import Refusal
 
 
@@ -26,13 +24,8 @@ class RevisionError(Refusal, ValueError):
     """A revision or range that cannot be bisected; one line."""
 
 
-def git(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    cmd = ["git", "-c", "safe.directory=*", *args]
-    return spawn.run(cmd, cwd=repo, capture_output=True, text=True, check=False)
-
-
 def resolve(repo: Path, rev: str, option: str) -> str:
-    proc = git(repo, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+    proc = git.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", cwd=repo)
     if proc.returncode != 0 or not proc.stdout.strip():
         raise RevisionError(f"{option} {rev}: not a commit of {repo}")
     return proc.stdout.strip()
@@ -43,13 +36,15 @@ def commit_range(repo: Path, good: str, bad: str) -> list[str]:
     g, b = resolve(repo, good, "--good"), resolve(repo, bad, "--bad")
     if g == b:
         raise RevisionError(f"--good {good} and --bad {bad} are the same commit")
-    if git(repo, "merge-base", "--is-ancestor", g, b).returncode != 0:
+    if git.run("merge-base", "--is-ancestor", g, b, cwd=repo).returncode != 0:
         raise RevisionError(f"--good {good} is not an ancestor of --bad {bad}")
-    proc = git(repo, "rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{g}..{b}")
+    proc = git.run(
+        "rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{g}..{b}", cwd=repo
+    )
     path = proc.stdout.split()
     if proc.returncode != 0 or not path or path[-1] != b:
         raise RevisionError(f"--bad {bad}: no first-parent path from --good {good}")
-    first = git(repo, "rev-parse", f"{path[0]}^").stdout.strip()
+    first = git.run("rev-parse", f"{path[0]}^", cwd=repo).stdout.strip()
     if first != g:
         raise RevisionError(
             f"--good {good} is not on the first-parent line of --bad {bad} (a merged branch); "
@@ -59,14 +54,14 @@ def commit_range(repo: Path, good: str, bad: str) -> list[str]:
 
 
 class GitLines:
-    """The merges of one repository, as :func:`perfgate.history.bisect.bisect_merges` asks, and
+    """The merges of one repository, as :func:`perfgate.hunt.bisect.bisect_merges` asks, and
     what the triage asks of its commits."""
 
     def __init__(self, repo: Path) -> None:
         self.repo = Path(repo)
 
     def parents(self, commit: str) -> list[str]:
-        proc = git(self.repo, "rev-list", "--parents", "-n", "1", commit)
+        proc = git.run("rev-list", "--parents", "-n", "1", commit, cwd=self.repo)
         if proc.returncode != 0 or not proc.stdout.split():
             raise RevisionError(f"{commit}: not a commit of {self.repo}")
         return proc.stdout.split()[1:]
@@ -84,7 +79,9 @@ class GitLines:
                 "not descended into"
             )
         first, second = parents
-        proc = git(self.repo, "rev-list", "--reverse", "--first-parent", second, f"^{first}")
+        proc = git.run(
+            "rev-list", "--reverse", "--first-parent", second, f"^{first}", cwd=self.repo
+        )
         own = proc.stdout.split()
         if proc.returncode != 0 or not own:
             raise RevisionError(
@@ -101,9 +98,11 @@ class GitLines:
 
     def is_ancestor(self, ancestor: str, commit: str) -> bool:
         """Whether ``ancestor`` is ``commit`` or one of its ancestors."""
-        return git(self.repo, "merge-base", "--is-ancestor", ancestor, commit).returncode == 0
+        return (
+            git.run("merge-base", "--is-ancestor", ancestor, commit, cwd=self.repo).returncode == 0
+        )
 
     def subject(self, commit: str) -> str:
         """The commit's one-line subject ('' when git cannot say)."""
-        proc = git(self.repo, "log", "-1", "--format=%s", commit)
+        proc = git.run("log", "-1", "--format=%s", commit, cwd=self.repo)
         return proc.stdout.strip() if proc.returncode == 0 else ""

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate.history import bisect as bs
-from perfgate.history.culprits import Finding, Flagged, TriageError, ab_group
+from perfgate.hunt import bisect as bs
+from perfgate.hunt.culprits import Finding, Flagged, TriageError, ab_group
 
 MAX_NAMED = 3  # benchmarks named in an issue's title
 

@@ -12,8 +12,8 @@ import subprocess
 import pytest
 
 from perfgate.__main__ import main
-from perfgate.history import bisect as bs
-from perfgate.history import lines
+from perfgate.hunt import bisect as bs
+from perfgate.hunt import lines
 from tests.perfgate.planted import ContentAB, PlantedRepo
 
 COMMITS = [f"{i:02x}" * 20 for i in range(1, 18)]  # GOOD, 15 commits, BAD

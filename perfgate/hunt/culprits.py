@@ -1,5 +1,5 @@
 """The culprits of a red main: the flagged benchmarks, their good commits, the step budget, and
-the bisections that find who made them slower. :mod:`perfgate.history.triage` runs them; the
+the bisections that find who made them slower. :mod:`perfgate.hunt.triage` runs them; the
 steps are those of its docstring (1 to 4).
 
 The A/B runners are injected as :data:`RunnerFactory` (tests give fakes; the command
@@ -17,9 +17,10 @@ from pathlib import Path
 
 from perfgate import catalog
 from perfgate.gate import baseline as bl
-from perfgate.history import bisect as bs
-from perfgate.history import github, lines, store
+from perfgate.history import store
 from perfgate.history.records import PASS, segment_key
+from perfgate.hunt import bisect as bs
+from perfgate.hunt import github, lines
 from perfgate.modes import AB_MODE_NAMES
 from perfgate.refusal import Refusal
 

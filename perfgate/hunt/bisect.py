@@ -10,7 +10,7 @@ wrong, the run broke) or stays inconclusive is skipped, as ``git bisect skip`` d
 commit of the range is tried; when every commit left is skipped, the answer is the range.
 
 **Into merges** (:func:`bisect_merges`). When the first bad commit is a merge, the bisection goes
-on along the line it merged (:meth:`perfgate.history.lines.GitLines.merged_branch`: the commit
+on along the line it merged (:meth:`perfgate.hunt.lines.GitLines.merged_branch`: the commit
 the branch starts from, usually the merge base, then the branch's own first-parent commits up
 to the merge's second parent), the same way: first the branch's tip against its start, then
 midpoints, then the culprit against its parent on the branch. Decision: the good end there is the
@@ -24,7 +24,7 @@ only at the merge (its conflict resolution, or the branch together with main's c
 started), and the answer says exactly that. A merge inside the branch is descended into in turn.
 
 **Step limit.** A runner may raise :class:`StepLimit` instead of starting an A/B (the triage's
-budget, :mod:`perfgate.history.triage`); the bisection then stops and its answer is the range
+budget, :mod:`perfgate.hunt.triage`); the bisection then stops and its answer is the range
 still undecided, with the reason.
 
 The A/B runner is injected (:data:`ABRunner`): the command's runs ``python -m perfgate ab --base
@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from perfgate import spawn
-from perfgate.history.lines import RevisionError
+from perfgate.hunt.lines import RevisionError
 
 REGRESSION, UNCHANGED, UNMEASURED = "regression", "unchanged", "unmeasured"
 

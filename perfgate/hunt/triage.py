@@ -13,21 +13,21 @@ After the gate flagged regressions, :func:`triage`:
    verdicts, no passing run), one line says so and the good commit is the one the report's
    baseline was recorded at, when that is on the line; else the benchmark is not bisected;
 3. bisects the first flagged benchmark (the largest regression first) from its good commit to
-   BAD, into merges (:func:`perfgate.history.bisect.bisect_merges`), then measures the culprit
+   BAD, into merges (:func:`perfgate.hunt.bisect.bisect_merges`), then measures the culprit
    against its parent once for every other flagged benchmark of the same mode: those that
    regress there share the culprit and are not bisected again; the rest are bisected in turn.
    Decision: a benchmark joins a culprit only when that A/B convicts it by the same rule as the
    bisection's own conviction, and only when the culprit is not already in its good commit;
 4. stops starting A/Bs once the :class:`Budget` is spent (a step count and a time budget that
    fits the job's timeout), saying so; what was found so far is reported;
-5. opens or updates one GitHub issue per culprit (:mod:`perfgate.history.github`) and writes
+5. opens or updates one GitHub issue per culprit (:mod:`perfgate.hunt.github`) and writes
    the summary (markdown for ``$GITHUB_STEP_SUMMARY``) and the JSON
-   (:mod:`perfgate.history.triage_report`).
+   (:mod:`perfgate.hunt.triage_report`).
 
-The pieces live in :mod:`perfgate.history.culprits` (1 to 4), :mod:`perfgate.history.github`
-and :mod:`perfgate.history.triage_report` (5); :func:`triage` runs them in turn. The A/B runners
-are injected as :data:`~perfgate.history.culprits.RunnerFactory` (tests give fakes; the command
-:func:`~perfgate.history.culprits.subprocess_factory`, which runs ``python -m perfgate ab``).
+The pieces live in :mod:`perfgate.hunt.culprits` (1 to 4), :mod:`perfgate.hunt.github`
+and :mod:`perfgate.hunt.triage_report` (5); :func:`triage` runs them in turn. The A/B runners
+are injected as :data:`~perfgate.hunt.culprits.RunnerFactory` (tests give fakes; the command
+:func:`~perfgate.hunt.culprits.subprocess_factory`, which runs ``python -m perfgate ab``).
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate import atomic
-from perfgate.history import github, lines
-from perfgate.history import triage_report as tr
-from perfgate.history.culprits import (
+from perfgate.hunt import github, lines
+from perfgate.hunt import triage_report as tr
+from perfgate.hunt.culprits import (
     PROG,
     Budget,
     Flagged,
@@ -181,7 +181,7 @@ def _goods(req: Request, flagged, run_of, line: Line) -> dict[Flagged, Good]:
 
 
 def publish(api: github.IssuesAPI | None, requests) -> tuple[dict, tuple[str, ...]]:
-    """Open or update the issue of each request (:class:`~perfgate.history.triage_report.IssueText`);
+    """Open or update the issue of each request (:class:`~perfgate.hunt.triage_report.IssueText`);
     ``({culprit: Published}, problems)``: the first API failure ends it, named in one line."""
     published: dict[str, github.Published] = {}
     if api is None:
