@@ -185,7 +185,7 @@ def bench_command(args: argparse.Namespace) -> int:
     if rc:
         return rc
     with timing:
-        return max(_bench_mode(mode, args, gate) for mode in session.modes(args.mode))
+        return session.each_mode(args.mode, lambda mode: _bench_mode(mode, args, gate))
 
 
 def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
@@ -288,7 +288,7 @@ def update_command(args: argparse.Namespace) -> int:
     if rc:
         return rc
     with timing:
-        return max(_update_mode(mode, args, gate) for mode in session.modes(args.mode))
+        return session.each_mode(args.mode, lambda mode: _update_mode(mode, args, gate))
 
 
 def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
