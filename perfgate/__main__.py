@@ -16,7 +16,7 @@ import traceback
 from collections.abc import Iterator
 
 from perfgate import flags
-from perfgate.refusal import Refusal
+from perfgate.refusal import Refusal, RunFailure
 
 # Command modules, in the order ``--help`` lists them. A module exposes ``register(subparsers)``,
 # which adds its parser and sets ``func(args) -> int`` (the exit code); it keeps heavy imports
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the command's parser, which says where its --help is
         commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
-    prog = f"perfgate {args.command}"
+    prog = command_parser(parser, args).prog  # perfgate history add, not perfgate history
     try:  # before any work: an on/off variable that is neither (PERFGATE_REQUIRE_GPU=maybe)
         flags.check()
     except flags.FlagError as exc:
@@ -118,12 +118,30 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{prog}: interrupted", file=sys.stderr)
             return 130
         except Refusal as exc:  # unusable input, wherever the command found it
-            print(f"{prog}: error: {exc}", file=sys.stderr)
+            print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
             return 2
+        except RunFailure as exc:  # the run failed: the same line, the failure's exit code
+            print(f"{prog}: error: {one_line(exc)}", file=sys.stderr)
+            return exc.code
         except ModuleNotFoundError as exc:
             return missing(prog, exc) if _optional(exc) else unexpected(prog, exc)
         except Exception as exc:
             return unexpected(prog, exc)
+
+
+def command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace):
+    """The innermost parser ``args`` went through: ``perfgate history add``'s for that
+    subcommand, so that an error line names the subcommand as its usage line does."""
+    while True:
+        sub = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None or getattr(args, sub.dest, None) not in sub.choices:
+            return parser
+        parser = sub.choices[getattr(args, sub.dest)]
+
+
+def one_line(exc: BaseException) -> str:
+    """An error's message on one line, as every error line of perfgate is."""
+    return " ".join(str(exc).split())
 
 
 DISTRIBUTION = "mxfp4-gemm-suite"  # [project] name in pyproject.toml

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from kernels.shapes import GRID, GRID_M, GRID_NK, LEADERBOARD, GemmShape
+from perfgate.refusal import Refusal
 
 # kernels.configs and kernels.device import torch: they load when the reducer cases are first
 # asked for, so that the command line (--help, the container launcher) stays free of torch.
@@ -150,16 +151,20 @@ def case_of(record: dict[str, Any]) -> GemmShape | ReducerCase:
     raise ValueError(f"case kind must be gemm or reducer, got {record['kind']!r}")
 
 
+class GroupsError(Refusal, ValueError):
+    """A ``--groups`` that names no group the mode times."""
+
+
 def cases(
     groups: tuple[str, ...], keyword: str | None = None, *, mode: str = "device"
 ) -> list[dict]:
     """The worker cases of ``groups`` (those ``mode`` times), named as the pytest benchmarks are;
-    ``keyword`` keeps the names containing it."""
+    ``keyword`` keeps the names containing it; GroupsError for an unknown group."""
     from perfgate.modes import times_group
 
     timed = tuple(name for name in GROUPS if times_group(mode, name))
     unknown = [g for g in groups if g not in timed]
     if unknown or not groups:
-        raise ValueError(f"--groups must name some of {', '.join(timed)}, got {groups!r}")
+        raise GroupsError(f"--groups must name some of {', '.join(timed)}, got {groups!r}")
     out = [case_record(GROUPS[g], item) for g in groups for item in GROUPS[g].items]
     return [c for c in out if keyword is None or keyword in c["name"]]

@@ -13,6 +13,7 @@ from pathlib import Path
 from perfgate import git as git_cli
 from perfgate import spawn
 from perfgate.gate import paths
+from perfgate.refusal import RunFailure
 
 # The benchmark groups a revision is measured on by default (what device mode times, less the grid).
 DEFAULT_GROUPS = ("leaderboard", "reducer")
@@ -46,12 +47,9 @@ def add_revision_options(
     )
 
 
-class AbError(Exception):
-    """A run that cannot be judged; ``code`` is the exit code, the message one line."""
-
-    def __init__(self, message: str, code: int = 2) -> None:
-        super().__init__(message)
-        self.code = code
+class AbError(RunFailure):
+    """A run that cannot be judged; ``code`` is the exit code (2 unless the head is at fault),
+    the message one line."""
 
 
 # -- revisions ----------------------------------------------------------------------------------

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 from pathlib import Path
 
 from perfgate import catalog
@@ -42,6 +41,7 @@ from perfgate.commands import base
 from perfgate.gate import paths
 from perfgate.history import wiring as history
 from perfgate.modes import AB_MODE_NAMES
+from perfgate.refusal import Refusal
 from perfgate.revisions import DEFAULT_GROUPS as DEFAULT_GROUPS  # ab's default, for callers
 from perfgate.revisions import AbError, add_revision_options, resolve
 from perfgate.submission import sides as submission_sides
@@ -196,40 +196,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from perfgate.gate import settings
 
-    problem = submission_sides.option_problem(args)
-    if problem:
-        return base.error("ab", problem)
-    try:
-        gate = settings.from_args(args)
-    except settings.SettingsError as exc:
-        return base.error("ab", exc)
+    submission_sides.check_options(args)
+    gate = settings.from_args(args)
     from perfgate.explain import wiring as explain
 
     explain.check(args)
     if submission_sides.given(args):
         return _submissions(args, gate)
     if shutil.which("git") is None:
-        return base.error("ab", "git is not on PATH (the base is a git worktree)")
-    try:
-        check_outputs(args, {})
-        from perfgate.measure.ab import check_mode_options, default_groups
+        raise Refusal("git is not on PATH (the base is a git worktree)")
+    check_outputs(args, {})
+    from perfgate.measure.ab import check_mode_options, default_groups
 
-        check_mode_options(settings.overrides_from(args), args.mode)
-        args.groups = args.groups or default_groups(args.mode)
-        resolve(args.base)
-        if args.head:
-            resolve(args.head)
-        catalog.cases(tuple(args.groups.split(",")), args.keyword, mode=args.mode)
-        history.check(args, outputs(args).values())
-    except (AbError, ValueError) as exc:
-        return base.error("ab", exc)
+    check_mode_options(settings.overrides_from(args), args.mode)
+    args.groups = args.groups or default_groups(args.mode)
+    resolve(args.base)
+    if args.head:
+        resolve(args.head)
+    catalog.cases(tuple(args.groups.split(",")), args.keyword, mode=args.mode)
+    history.check(args, outputs(args).values())
     if not base.gpu_available():
         return base.no_gpu("ab")
-    try:
-        return history.keep(args, outputs(args)["samples"], _measure(args, gate), "ab")
-    except AbError as exc:
-        print(f"perfgate ab: error: {exc}", file=sys.stderr)
-        return exc.code
+    return history.keep(args, outputs(args)["samples"], _measure(args, gate), "ab")
 
 
 def _measure(args: argparse.Namespace, gate) -> int:
@@ -250,31 +238,21 @@ def _submissions(args: argparse.Namespace, gate) -> int:
     from perfgate.gate import settings
     from perfgate.measure import ab
 
-    try:
-        files = submission_sides.check_files(args)
-        check_outputs(args, {"--base-submission": files["base"],
-                             "--head-submission": files["head"]})  # fmt: skip
-        ab.check_mode_options(settings.overrides_from(args), args.mode)
-        args.groups = args.groups or ab.default_groups(args.mode)
-        found = catalog.cases(tuple(args.groups.split(",")), args.keyword, mode=args.mode)
-        if not found:
-            raise ValueError(f"-k {args.keyword!r} matches no benchmark of {args.groups}")
-        selected = submission_sides.gemm_cases(found)
-    except (AbError, ValueError) as exc:
-        return base.error("ab", exc)
+    files = submission_sides.check_files(args)
+    check_outputs(args, {"--base-submission": files["base"],
+                         "--head-submission": files["head"]})  # fmt: skip
+    ab.check_mode_options(settings.overrides_from(args), args.mode)
+    args.groups = args.groups or ab.default_groups(args.mode)
+    found = catalog.cases(tuple(args.groups.split(",")), args.keyword, mode=args.mode)
+    if not found:
+        raise Refusal(f"-k {args.keyword!r} matches no benchmark of {args.groups}")
+    selected = submission_sides.gemm_cases(found)
     if not base.gpu_available():
         return base.no_gpu("ab")
-    refused = submission_sides.check_leaderboard_tier(files)
-    if refused is not None:
-        print(f"perfgate ab: error: {refused[1]}", file=sys.stderr)
-        return refused[0]
-    try:
-        decisions, store, infos, looks = ab.run_submissions(
-            files["base"], files["head"], selected, gate, args.mode
-        )
-    except AbError as exc:
-        print(f"perfgate ab: error: {exc}", file=sys.stderr)
-        return exc.code
+    submission_sides.check_leaderboard_tier(files)
+    decisions, store, infos, looks = ab.run_submissions(
+        files["base"], files["head"], selected, gate, args.mode
+    )
     shas = {label: f"sha256:{infos[label]['timed']['sha256']}" for label in ("base", "head")}
     labels = submission_sides.labels(infos)
     infos["looks"] = looks

@@ -1,11 +1,10 @@
-"""What every command shares: the answer on a machine without a GPU, and the one-line error.
+"""What every command shares: the answer on a machine without a GPU.
 
-Command modules import this and the library, never each other.
+Command modules import this and the library, never each other. None prints an error line of
+its own: a command raises a perfgate.refusal.Refusal (or RunFailure) and ``__main__`` answers it.
 """
 
 from __future__ import annotations
-
-import sys
 
 from perfgate.refusal import Refusal
 
@@ -23,14 +22,18 @@ def gpu_required() -> bool:
     return flags.flag("PERFGATE_REQUIRE_GPU")
 
 
+class GpuRequired(Refusal):
+    """No GPU where ``PERFGATE_REQUIRE_GPU`` says the job needs one."""
+
+
 def no_gpu(command: str) -> int:
-    """The answer on a machine without a GPU: a clear message; 0, or 2 when a GPU is required."""
+    """The answer on a machine without a GPU: a clear message and 0; GpuRequired (exit 2) when
+    a GPU is required."""
     import torch
 
     why = f"torch {torch.__version__} sees no CUDA/ROCm GPU (cuda={torch.version.cuda}, hip={torch.version.hip})"
     if gpu_required():
-        print(f"perfgate {command}: error: PERFGATE_REQUIRE_GPU is set but {why}", file=sys.stderr)
-        return 2
+        raise GpuRequired(f"PERFGATE_REQUIRE_GPU is set but {why}")
     print(f"perfgate {command}: no GPU on this machine ({why}); ran no benchmarks.")
     return 0
 
@@ -49,9 +52,3 @@ def require_runnable_interpreter() -> None:
     problem = interpreter_problem()
     if problem is not None:
         raise InterpreterRefusal(f"no GPU on this machine, and {problem}")
-
-
-def error(command: str, exc: BaseException | str) -> int:
-    """``perfgate COMMAND: error: ...`` on stderr, one line; exit code 2 (unusable input)."""
-    print(f"perfgate {command}: error: {exc}", file=sys.stderr)
-    return 2

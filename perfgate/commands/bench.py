@@ -31,6 +31,7 @@ from perfgate.history import verdicts
 from perfgate.history import wiring as history
 from perfgate.measure import session
 from perfgate.modes import MODE_NAMES, MODES
+from perfgate.refusal import Refusal, RunFailure
 from perfgate.submission import bench as submission
 
 
@@ -142,17 +143,13 @@ def _common_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ())
 
 
 def _gate_settings(command: str, args: argparse.Namespace):
-    """[tool.perfgate] with this command line's overrides; None (after one line) when unusable."""
+    """[tool.perfgate] with this command line's overrides; a Refusal when they are unusable."""
     from perfgate.gate import settings
 
-    try:
-        paths.stem(MODE_NAMES[0], getattr(args, "tag", None))
-        check_dirs(args, command)
-        history.check(args)
-        return settings.from_args(args)
-    except (settings.SettingsError, ValueError) as exc:
-        print(f"perfgate {command}: error: {exc}", file=sys.stderr)
-        return None
+    paths.stem(MODE_NAMES[0], getattr(args, "tag", None))
+    check_dirs(args, command)
+    history.check(args)
+    return settings.from_args(args)
 
 
 def check_dirs(args: argparse.Namespace, command: str = "bench") -> None:
@@ -177,13 +174,8 @@ def check_dirs(args: argparse.Namespace, command: str = "bench") -> None:
 
 
 def bench_command(args: argparse.Namespace) -> int:
-    try:
-        timing = submission.configure(args)
-    except ValueError as exc:
-        return base.error("bench", exc)
+    timing = submission.configure(args)
     gate = _gate_settings("bench", args)
-    if gate is None:
-        return 2
     from perfgate.explain import wiring as explain
 
     explain.check(args)
@@ -193,11 +185,10 @@ def bench_command(args: argparse.Namespace) -> int:
     if rc:
         return rc
     with timing:
-        return max(_bench_mode(mode, args, gate) for mode in session.modes(args.mode))
+        return session.each_mode(args.mode, lambda mode: _bench_mode(mode, args, gate))
 
 
 def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
-    from perfgate.gate import baseline as bl
 
     rc = session.warm_up(mode, args, gate)
     if rc:
@@ -205,11 +196,7 @@ def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
     rc, json_path = session.run_mode(mode, args, gate)
     if rc:
         return rc
-    try:
-        data = session.load_result(json_path, mode)
-    except bl.BaselineError as exc:
-        print(f"perfgate bench: error: {exc}", file=sys.stderr)
-        return 2
+    data = session.load_result(json_path, mode)
     rc, verdict = _judge(mode, args, gate, data, json_path)
     return history.keep(args, json_path, rc, "bench", verdict)
 
@@ -221,35 +208,24 @@ def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path):
 
     out = paths.result_paths(args.results_dir, mode, args.tag)
     base = paths.baseline_path(args.baselines_dir, bl.device_key(data), mode, args.tag)
-    picked = history.judged_against(args, data, json_path, base, gate, "bench")
-    if picked is None:
-        return 2, None
-    base, gate = picked
+    base, gate = history.judged_against(args, data, json_path, base, gate, "bench")
     if not base.is_file():
         return _missing_baseline(mode, base, bl.device_key(data), out, args), None
-    try:
-        base_data = bl.load(base)
-        submission.check_source(base, base_data, data)
-        compare.check_enough_rounds({json_path: bl.samples(data)}, gate.stats)
-        looks = session.adaptive_rounds(mode, args, gate, base_data, data, json_path)
-    except (bl.BaselineError, compare.InputError) as exc:
-        print(f"perfgate bench: error: {exc}", file=sys.stderr)
-        return 2, None
+    base_data = bl.load(base)
+    submission.check_source(base, base_data, data)
+    compare.check_enough_rounds({json_path: bl.samples(data)}, gate.stats)
+    looks = session.adaptive_rounds(mode, args, gate, base_data, data, json_path)
     narrowed = session.selection_given(
         args.keyword, args.markers, session.passthrough(args.pytest_args)
     )
-    try:
-        report = compare.build_report(
-            base,
-            json_path,
-            gate.stats,
-            # a narrowed selection leaves the rest of the baseline unmeasured on purpose
-            allow_missing=narrowed,
-            looks_taken=looks,
-        )
-    except (bl.BaselineError, compare.InputError) as exc:
-        print(f"perfgate bench: error: {exc}", file=sys.stderr)
-        return 2, None
+    report = compare.build_report(
+        base,
+        json_path,
+        gate.stats,
+        # a narrowed selection leaves the rest of the baseline unmeasured on purpose
+        allow_missing=narrowed,
+        looks_taken=looks,
+    )
     report = _explained(args, report, base_data, data)
     rc = compare.present(
         report, json_out=out["compare"], markdown_out=out["markdown"], prog="bench"
@@ -291,8 +267,7 @@ def _missing_baseline(mode: str, base: Path, key: str, out, args) -> int:
     if args.allow_missing_baseline:
         print(f"perfgate bench: WARNING: {message}", file=sys.stderr)
         return 0
-    print(f"perfgate bench: error: {message}", file=sys.stderr)
-    return 2
+    raise Refusal(message)
 
 
 def update_command(args: argparse.Namespace) -> int:
@@ -300,32 +275,20 @@ def update_command(args: argparse.Namespace) -> int:
 
     if args.isa:
         return _update_isa(args)
-    try:
-        timing = submission.configure(args)
-    except ValueError as exc:
-        return base.error("update-baselines", exc)
+    timing = submission.configure(args)
     gate = _gate_settings("update-baselines", args)
-    if gate is None:
-        return 2
     if slowdown_fraction():
-        print(
-            "perfgate update-baselines: error: MXFP4_BENCH_INJECT_SLOWDOWN is set; "
-            "an injected slowdown must never become a baseline",
-            file=sys.stderr,
+        raise Refusal(
+            "MXFP4_BENCH_INJECT_SLOWDOWN is set; an injected slowdown must never become a baseline"
         )
-        return 2
     if not base.gpu_available():
-        base.no_gpu("update-baselines")
-        print(
-            "perfgate update-baselines: error: nothing measured, no baseline written",
-            file=sys.stderr,
-        )
-        return 2
+        base.no_gpu("update-baselines")  # GpuRequired where a GPU is required
+        raise Refusal("nothing measured, no baseline written")
     rc = submission.leaderboard_tier(args, "update-baselines")
     if rc:
         return rc
     with timing:
-        return max(_update_mode(mode, args, gate) for mode in session.modes(args.mode))
+        return session.each_mode(args.mode, lambda mode: _update_mode(mode, args, gate))
 
 
 def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
@@ -336,17 +299,13 @@ def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
     runs = gate.baseline_runs if args.runs is None else args.runs  # checked by its option
     try:
         data = _record_runs(mode, args, runs, gate)
-    except _RunFailed as exc:
+    except _RunFailed as exc:  # a pytest run that failed: its exit code, not a refusal
         print(f"{prog}: {mode}: {exc}; baseline unchanged", file=sys.stderr)
         return exc.code
-    except bl.BaselineError as exc:
-        print(f"{prog}: error: {exc}; baseline unchanged", file=sys.stderr)
-        return 2
     base = paths.baseline_path(args.baselines_dir, bl.device_key(data), mode, args.tag)
     problem = _refusal(base, data, args)
     if problem:
-        print(f"{prog}: error: {problem}; baseline unchanged", file=sys.stderr)
-        return 2
+        raise Refusal(f"{problem}; baseline unchanged")
     pooled = paths.result_paths(args.results_dir, mode, args.tag)["json"].with_suffix(
         ".pooled.json"
     )
@@ -398,10 +357,9 @@ def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str 
         )
     if not base.exists():
         return None
-    try:
-        old = bl.load(base)
-    except bl.BaselineError as exc:
-        print(f"perfgate update-baselines: WARNING: replacing an unusable baseline: {exc}")
+    old, unusable = bl.load_replaced(base)
+    if old is None:
+        print(f"perfgate update-baselines: WARNING: replacing an unusable baseline: {unusable}")
         return None
     other = device.differences(bl.fingerprint(old), fp)
     if other and not args.replace_device:
@@ -426,13 +384,7 @@ def _update_isa(args: argparse.Namespace) -> int:
 
     prog = "perfgate update-baselines --isa"
     outs = {target: Path(args.baselines_dir) / "isa" / f"{target}.json" for target in TARGETS}
-    try:
-        atomic.check_outputs(
-            {f"--baselines-dir ({t})": out for t, out in outs.items()}, baselines=True
-        )
-    except atomic.OutputError as exc:
-        print(f"perfgate update-baselines: error: {exc}", file=sys.stderr)
-        return 2
+    atomic.check_outputs({f"--baselines-dir ({t})": out for t, out in outs.items()}, baselines=True)
     with tempfile.TemporaryDirectory(prefix="perfgate-update-isa-") as staging:
         staged = {target: Path(staging) / f"{target}.json" for target in TARGETS}
         for target, report in staged.items():
@@ -441,11 +393,10 @@ def _update_isa(args: argparse.Namespace) -> int:
             rc = spawn.run([*cmd, "--json", str(report)], cwd=paths.REPO, check=False).returncode
             if rc != 0 or not report.is_file():
                 how = spawn.describe(rc) if rc != 0 else "wrote no report"
-                print(
-                    f"{prog}: error: perfgate isa --target {target} {how}; no ISA baseline written",
-                    file=sys.stderr,
+                raise RunFailure(
+                    f"perfgate isa --target {target} {how}; no ISA baseline written",
+                    spawn.exit_code(rc) if rc != 0 else 2,
                 )
-                return spawn.exit_code(rc) if rc != 0 else 2
         atomic.write_all({outs[t]: report.read_bytes() for t, report in staged.items()})
     print(f"{prog}: wrote {', '.join(str(out) for out in outs.values())}; commit them")
     return 0

@@ -24,9 +24,9 @@ GOOD, no GPU), with a one-line reason.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
+from perfgate.refusal import Refusal
 from perfgate.revisions import add_revision_options
 
 PROG = "perfgate bisect"
@@ -67,24 +67,15 @@ def _run(args: argparse.Namespace) -> int:
     from perfgate.hunt import lines
 
     if shutil.which("git") is None:
-        print(f"{PROG}: error: git is not on PATH", file=sys.stderr)
-        return 2
+        raise Refusal("git is not on PATH")
     from perfgate.checkout import REPO as repo
 
     commits = lines.commit_range(repo, args.good, args.bad)  # a bad revision: a Refusal
     from perfgate import catalog
 
-    try:
-        selected = catalog.cases(tuple(args.groups.split(",")), args.keyword)
-    except ValueError as exc:
-        print(f"{PROG}: error: {exc}", file=sys.stderr)
-        return 2
+    selected = catalog.cases(tuple(args.groups.split(",")), args.keyword)
     if not selected:
-        print(
-            f"{PROG}: error: -k {args.keyword!r} matches no benchmark of {args.groups}",
-            file=sys.stderr,
-        )
-        return 2
+        raise Refusal(f"-k {args.keyword!r} matches no benchmark of {args.groups}")
     from perfgate import atomic
 
     atomic.check_output_dirs({"--results-dir": args.results_dir})
@@ -92,20 +83,14 @@ def _run(args: argparse.Namespace) -> int:
     if args.json_out is not None and args.json_out.resolve().is_relative_to(
         args.results_dir.resolve()
     ):
-        print(
-            f"{PROG}: error: --json {args.json_out}: inside --results-dir, where the A/B runs "
-            "write; put it elsewhere",
-            file=sys.stderr,
+        raise atomic.OutputError(
+            f"--json {args.json_out}: inside --results-dir, where the A/B runs write; put it "
+            "elsewhere"
         )
-        return 2
     import torch
 
     if not torch.cuda.is_available():
-        print(
-            f"{PROG}: error: no GPU visible: each step is an A/B measured on this GPU",
-            file=sys.stderr,
-        )
-        return 2
+        raise Refusal("no GPU visible: each step is an A/B measured on this GPU")
     extra = ["--groups", args.groups]
     runner = bs.subprocess_runner(repo, keyword=args.keyword, extra=extra, out_dir=args.results_dir)
     print(f"{PROG}: {len(commits) - 1} commits after {commits[0][:12]} up to {commits[-1][:12]}")
@@ -118,11 +103,10 @@ def _present(args: argparse.Namespace, result) -> int:
     from perfgate.hunt import bisect as bs
 
     premise = result.steps[0] if result.steps else None
-    if premise is None or premise.outcome != bs.REGRESSION:
+    refused = premise is None or premise.outcome != bs.REGRESSION
+    if refused:
         if premise is not None:
             print(premise.table)
-        print(f"{PROG}: error: {result.message}", file=sys.stderr)
-        code = 2
     else:
         level = result
         while level is not None and level.found:
@@ -140,7 +124,8 @@ def _present(args: argparse.Namespace, result) -> int:
             print(f"{PROG}: on the first-parent line: {result.chain[0]} (a merge)")
             print(f"{PROG}: inside it: {result.culprit}")
         print(f"{PROG}: {result.message}")
-        code = 0
     if args.json_out is not None:
         atomic.write_json(args.json_out, bs.as_json(result))
-    return code
+    if refused:  # BAD is not slower than GOOD: the input names no regression to bisect
+        raise Refusal(result.message)
+    return 0

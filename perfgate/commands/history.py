@@ -25,7 +25,6 @@ an input), with a one-line reason.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from perfgate.refusal import Refusal
@@ -159,28 +158,6 @@ def _positive(text: str) -> int:
     return value
 
 
-def _fail(args: argparse.Namespace, message: str) -> int:
-    print(f"{PROG} {args.history_command}: error: {message}", file=sys.stderr)
-    return 2
-
-
-def _guarded(body):
-    def run(args: argparse.Namespace) -> int:
-        from perfgate.atomic import OutputError
-        from perfgate.history.config import HistoryConfigError
-        from perfgate.history.records import RecordError
-        from perfgate.history.site import SiteError
-        from perfgate.history.store import StoreError
-
-        try:
-            return body(args)
-        except (UsageError, HistoryConfigError, RecordError, StoreError, SiteError,
-                OutputError) as exc:  # fmt: skip
-            return _fail(args, " ".join(str(exc).split()))
-
-    return run
-
-
 def _config():
     from perfgate.history import config
 
@@ -261,7 +238,6 @@ def _selection(args) -> str:
 
 
 # -- add -----------------------------------------------------------------------------------------
-@_guarded
 def _add(args: argparse.Namespace) -> int:
     from perfgate.history.append import append_runs
     from perfgate.history.store import open_store
@@ -295,7 +271,6 @@ def _add(args: argparse.Namespace) -> int:
 
 
 # -- list ----------------------------------------------------------------------------------------
-@_guarded
 def _list(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -377,12 +352,11 @@ def _detection(args, cfg, rows):
     if getattr(args, "min_effect", None) is not None:
         try:
             steps = dataclasses.replace(steps, min_effect=args.min_effect)
-        except ValueError as exc:
+        except ValueError as exc:  # the detector's own range check, named as the option's
             raise UsageError(f"--min-effect: {exc}") from None
     return detect(rows, steps, last=getattr(args, "last", None))
 
 
-@_guarded
 def _detect(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
@@ -451,13 +425,12 @@ def _detect(args: argparse.Namespace) -> int:
 
 
 # -- plot and report -----------------------------------------------------------------------------
-@_guarded
 def _plot(args: argparse.Namespace) -> int:
     from perfgate.history import plot
 
     try:
         plot.format_for(args.out)
-    except ValueError as exc:
+    except ValueError as exc:  # the plotting library's check of a file name: here, --out's
         raise UsageError(str(exc)) from None
     cfg, _, rows = _selected(args, ("--out", args.out))
     fig = plot.overview(rows, _detection(args, cfg, rows))
@@ -466,7 +439,6 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
-@_guarded
 def _report(args: argparse.Namespace) -> int:
     from perfgate import atomic
     from perfgate.history import site
@@ -490,7 +462,6 @@ def _report(args: argparse.Namespace) -> int:
 
 
 # -- migrate -------------------------------------------------------------------------------------
-@_guarded
 def _migrate(args: argparse.Namespace) -> int:
     from perfgate import atomic
     from perfgate.history import store

@@ -39,6 +39,7 @@ from perfgate.commands import base
 from perfgate.gate import host_counts, verdict
 from perfgate.gate.paths import DEFAULT_BASELINES, HOST_COUNTS_NAME
 from perfgate.measure import host_census
+from perfgate.refusal import Refusal
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -53,9 +54,9 @@ def _run(args: argparse.Namespace) -> int:
         os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton loads: the CPU counts
     base.require_runnable_interpreter()
     if args.update and (args.gate or args.check is not None):
-        print("perfgate host: error: --update records a baseline; it cannot also compare with one "
-              "(drop --gate/--check)", file=sys.stderr)  # fmt: skip
-        return 2
+        raise Refusal(
+            "--update records a baseline; it cannot also compare with one (drop --gate/--check)"
+        )
     # an unusable baseline or output is a Refusal: one line, exit 2
     baseline = None
     if args.check is not None:

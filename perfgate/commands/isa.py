@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from perfgate.refusal import Refusal
+
 
 def register(subparsers: Any) -> None:
     from perfgate.isa.collect import TARGETS
@@ -68,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from perfgate.gate.compare import check_outputs
-    from perfgate.isa import collect, gate, metrics
+    from perfgate.isa import collect, gate
 
     # before minutes of compiling: a path that cannot be written is refused at once; --json
     # writes the ISA baselines too (update-baselines --isa runs this command)
@@ -82,34 +84,22 @@ def run(args: argparse.Namespace) -> int:
 
     if interpret_mode():
         # Under the interpreter @triton.jit gives functions that triton.compile cannot build.
-        err.print(
-            "[bold red]isa: TRITON_INTERPRET is set; this command compiles for real targets: unset it[/]"
-        )
-        return 2
+        raise Refusal("TRITON_INTERPRET is set; this command compiles for real targets: unset it")
     from perfgate.gate import settings
 
-    try:  # before compiling: a bad --isa-* value or settings table is known at once
-        tolerances = settings.from_args(args).isa
-    except settings.SettingsError as exc:
-        err.print(f"[bold red]isa: error:[/] {escape(str(exc))}")
-        return 2
-    baseline = None
-    if args.check is not None:
-        try:  # before minutes of compiling: an unusable baseline is known at once
-            baseline = gate.load(args.check, target=args.target)
-        except gate.IsaReportError as exc:
-            err.print(f"[bold red]isa: unusable baseline:[/] {escape(str(exc))}")
-            return 2
+    # before compiling: a bad --isa-* value, settings table or baseline is known at once
+    tolerances = settings.from_args(args).isa
+    baseline = None if args.check is None else gate.load(args.check, target=args.target)
     providers = args.providers or collect.PROVIDERS
     jobs = args.jobs or collect.default_jobs()
     try:
         report = collect.collect(
             args.target, providers=providers, native=not args.skip_native, jobs=jobs
         )
-    except (collect.ProviderError, metrics.IsaParseError) as exc:
+    except collect.ProviderError as exc:  # no compiler here: the environment's, exit 2
         err.print(f"[bold red]isa: {type(exc).__name__}: {escape(str(exc))}[/]")
         return 2
-    except collect.CompileError as exc:
+    except collect.CompileError as exc:  # the code under test no longer compiles: exit 1
         err.print(f"[bold red]isa: {escape(str(exc))}[/]")
         return 1
     if args.json is not None:

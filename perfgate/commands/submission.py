@@ -33,6 +33,7 @@ from pathlib import Path
 
 from perfgate.checkout import REPO
 from perfgate.commands import base
+from perfgate.refusal import Refusal, RunFailure
 
 CONTRACT_TESTS = "tests/submission"
 PYTEST_OK, PYTEST_FAILED, PYTEST_NO_TESTS = 0, 1, 5
@@ -91,25 +92,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     test.set_defaults(func=_test)
 
 
-def _error(command: str, message: object) -> int:
-    print(f"perfgate submission {command}: error: {message}", file=sys.stderr)
-    return 2
-
-
 def _export(args: argparse.Namespace) -> int:
     from perfgate import atomic
     from perfgate.submission import export, manifest
 
-    try:
-        atomic.check_outputs({"--out": args.out})
-    except atomic.OutputError as exc:
-        return _error("export", exc)
-    try:
-        rendered = export.export(args.out, args.target or manifest.DEFAULT_TARGET)
-    except export.ExportError as exc:
-        return _error("export", exc)
-    except OSError as exc:
-        return _error("export", f"cannot write --out {args.out}: {exc.strerror or exc}")
+    atomic.check_outputs({"--out": args.out})
+    rendered = export.export(args.out, args.target or manifest.DEFAULT_TARGET)
     target = args.target or manifest.DEFAULT_TARGET
     print(
         f"perfgate submission export: wrote {args.out} ({target}, {len(rendered.modules)} modules, "
@@ -136,16 +124,11 @@ def _test(args: argparse.Namespace) -> int:
 
     tests = REPO / CONTRACT_TESTS
     if not tests.is_dir():
-        return _error("test", f"{tests} does not exist: run from a checkout of the suite")
-    try:
-        path = load.check_path(args.file)
-        load.probe(path)
-    except load.SubmissionError as exc:
-        return _error("test", exc)
-    try:  # where there is no GPU the contract tests run the kernels in the interpreter
-        base.require_runnable_interpreter()
-    except base.InterpreterRefusal as exc:
-        return _error("test", exc)
+        raise Refusal(f"{tests} does not exist: run from a checkout of the suite")
+    path = load.check_path(args.file)
+    load.probe(path)
+    # where there is no GPU the contract tests run the kernels in the interpreter
+    base.require_runnable_interpreter()
     strict, extra = split_args(list(args.pytest_args or []))
     strict = strict or args.strict
     with tempfile.TemporaryDirectory(prefix="perfgate-submission-test-") as tmp:
@@ -171,22 +154,21 @@ def _test(args: argparse.Namespace) -> int:
         )
         return 1
     if rc == PYTEST_NO_TESTS:
-        return _error("test", "the pytest selection matched no contract test")
-    if rc not in (PYTEST_OK, PYTEST_FAILED):
-        return _error("test", f"pytest exited {rc} (usage error, interrupted or internal error)")
+        raise Refusal("the pytest selection matched no contract test")
+    if rc not in (PYTEST_OK, PYTEST_FAILED):  # no verdict: exit 2, as for unusable input
+        raise RunFailure(f"pytest exited {rc} (usage error, interrupted or internal error)")
     if ran is None:
-        return _error(
-            "test",
+        raise RunFailure(
             f"pytest exited {rc} but the session never reached its end (no results written): "
-            f"{args.file} or a test ended the process; no verdict",
+            f"{args.file} or a test ended the process; no verdict"
         )
     verdict = Verdict(ran["tests"])
     print(verdict.tables(), flush=True)
     if not verdict.leaderboard_ran:
-        return _error(
-            "test", "no leaderboard check ran (the selection left none): the leaderboard's "
-            "verdict is unknown; select at least one test of tests/submission/test_leaderboard_tier.py",
-        )  # fmt: skip
+        raise Refusal(
+            "no leaderboard check ran (the selection left none): the leaderboard's verdict is "
+            "unknown; select at least one test of tests/submission/test_leaderboard_tier.py"
+        )
     code = 0
     if verdict.leaderboard_failed:
         first = verdict.leaderboard_failed[0]

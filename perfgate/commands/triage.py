@@ -34,6 +34,7 @@ import os
 from pathlib import Path
 
 from perfgate.commands import base
+from perfgate.refusal import Refusal
 
 PROG = "perfgate triage"
 DEFAULT_REPORT = Path(".perfgate/results/device.compare.json")
@@ -152,45 +153,42 @@ def _run(args: argparse.Namespace) -> int:
 
     from perfgate.gate import paths
     from perfgate.history import config, store
-    from perfgate.hunt import culprits, github, lines
+    from perfgate.hunt import culprits, github
     from perfgate.hunt import triage as tg
 
     if shutil.which("git") is None:
-        return base.error("triage", "git is not on PATH")
-    try:
-        if args.no_issues and args.repo:
-            raise ValueError(f"--repo {args.repo}: names where issues go; --no-issues opens none")
-        from perfgate.explain import wiring as explain
+        raise Refusal("git is not on PATH")
+    if args.no_issues and args.repo:
+        raise Refusal(f"--repo {args.repo}: names where issues go; --no-issues opens none")
+    from perfgate.explain import wiring as explain
 
-        explain.check(args)
-        cfg = config.load()
-        reports = tuple(args.reports or (DEFAULT_REPORT,))
-        db = store.location(args.db, cfg.db)
-        _check_outputs(args, reports, store.local_path(db))
-        api = (
-            None
-            if args.no_issues
-            else _issues_api(args, github, "; pass --no-issues to triage without them")
-        )
-        req = tg.Request(
-            reports=reports,
-            repo=paths.REPO,
-            db=db,
-            branch=args.branch or cfg.branch,
-            bad=args.bad,
-            good=args.good,
-            max_steps=args.max_steps,
-            time_budget_s=args.time_budget_s,
-            ab_seconds=args.ab_seconds,
-            summary=args.summary,
-            json_out=args.json_out,
-            run_url=tg.run_url(),
-            explain_budget_s=args.explain_budget_s,
-        )
-        factory = culprits.subprocess_factory(paths.REPO, args.results_dir, _announcing)
-        return tg.triage(req, _gpu_first(factory), api)
-    except (ValueError, lines.RevisionError) as exc:  # TriageError, OutputError, config errors
-        return base.error("triage", exc)
+    explain.check(args)
+    cfg = config.load()
+    reports = tuple(args.reports or (DEFAULT_REPORT,))
+    db = store.location(args.db, cfg.db)
+    _check_outputs(args, reports, store.local_path(db))
+    api = (
+        None
+        if args.no_issues
+        else _issues_api(args, github, "; pass --no-issues to triage without them")
+    )
+    req = tg.Request(
+        reports=reports,
+        repo=paths.REPO,
+        db=db,
+        branch=args.branch or cfg.branch,
+        bad=args.bad,
+        good=args.good,
+        max_steps=args.max_steps,
+        time_budget_s=args.time_budget_s,
+        ab_seconds=args.ab_seconds,
+        summary=args.summary,
+        json_out=args.json_out,
+        run_url=tg.run_url(),
+        explain_budget_s=args.explain_budget_s,
+    )
+    factory = culprits.subprocess_factory(paths.REPO, args.results_dir, _announcing)
+    return tg.triage(req, _gpu_first(factory), api)
 
 
 def _publish(args: argparse.Namespace) -> int:
@@ -204,13 +202,10 @@ def _publish(args: argparse.Namespace) -> int:
         for dest, (default, flag) in args.triage_defaults.items()
         if dest not in allowed and getattr(args, dest) != default
     ]
-    try:
-        if given:
-            raise ValueError(f"--publish takes only --summary and --repo, not {given[0]}")
-        atomic.check_outputs({"--summary": args.summary}, {"--publish": args.publish})
-        return tg.publish_saved(args.publish, _issues_api(args, github, ""), args.summary)
-    except ValueError as exc:
-        return base.error("triage", exc)
+    if given:
+        raise Refusal(f"--publish takes only --summary and --repo, not {given[0]}")
+    atomic.check_outputs({"--summary": args.summary}, {"--publish": args.publish})
+    return tg.publish_saved(args.publish, _issues_api(args, github, ""), args.summary)
 
 
 def _check_outputs(args, reports, db) -> None:
@@ -234,13 +229,16 @@ def _issues_api(args, github, hint: str):
     token = os.environ.get("GITHUB_TOKEN", "")
     repo = args.repo or os.environ.get("GITHUB_REPOSITORY", "")
     if not token:
-        raise ValueError(
+        raise Refusal(
             f"GITHUB_TOKEN is not set: it opens the issues (the workflow passes the job's token){hint}"
         )
     if not repo:
-        raise ValueError("--repo: not given and GITHUB_REPOSITORY is not set (OWNER/NAME)")
+        raise Refusal("--repo: not given and GITHUB_REPOSITORY is not set (OWNER/NAME)")
     url = os.environ.get("GITHUB_API_URL") or github.DEFAULT_API_URL
-    return github.IssuesAPI(url, repo, token)
+    try:
+        return github.IssuesAPI(url, repo, token)
+    except ValueError as exc:  # the issues client (a library of its own) checks --repo and the
+        raise Refusal(str(exc)) from None  # URL with ValueError: here they are the user's input
 
 
 def _gpu_first(factory):

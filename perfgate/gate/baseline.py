@@ -83,6 +83,15 @@ def load(path: str | os.PathLike[str]) -> dict[str, Any]:
     return data
 
 
+def load_replaced(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The baseline a new one replaces: ``(data, None)``, or ``(None, why)`` when it cannot be
+    used, which does not stop its replacement (a broken baseline is what a new one mends)."""
+    try:
+        return load(path), None
+    except BaselineError as exc:
+        return None, str(exc)
+
+
 def _validate(path: Path, data: Any) -> None:
     def fail(problem: str) -> BaselineError:
         return BaselineError(f"{path}: {problem}")

@@ -16,6 +16,7 @@ from pathlib import Path
 from perfgate.checkout import PYPROJECT as PYPROJECT  # the gates find the checkout here too
 from perfgate.checkout import REPO
 from perfgate.modes import MODE_NAMES
+from perfgate.refusal import Refusal
 
 SCHEMA = 1
 DEFAULT_RESULTS = Path(".perfgate/results")
@@ -48,12 +49,16 @@ def isa_baseline_path(baselines_dir: Path, target: str) -> Path:
     return Path(baselines_dir) / ISA_DIR / f"{target}.json"
 
 
+class TagError(Refusal, ValueError):
+    """A ``--tag`` that cannot name a file."""
+
+
 def stem(mode: str, tag: str | None) -> str:
     """A results or baseline file's name without ``.json``: the mode, and the tag if any."""
     if tag is None:
         return mode
     if not tag.replace("-", "").replace("_", "").isalnum():
-        raise ValueError(f"--tag must be letters, digits, - or _, got {tag!r}")
+        raise TagError(f"--tag must be letters, digits, - or _, got {tag!r}")
     return f"{mode}-{tag}"
 
 

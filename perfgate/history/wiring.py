@@ -123,7 +123,8 @@ def keep(
     args: argparse.Namespace, results: Path, rc: int, prog: str, verdict: str | None = None
 ) -> int:
     """Append the run of ``results`` when ``--history`` is given, with the gate's ``verdict``
-    on it (bench's; None: not judged); the exit code to return."""
+    on it (bench's; None: not judged); the exit code to return (HistoryOptionError, exit 2,
+    when the store cannot take it)."""
     if not args.history:
         return rc
     import dataclasses
@@ -142,9 +143,8 @@ def keep(
         db = store.location(args.db, cfg.db)
         with store.open_store(db, write=True) as s:
             (done,) = add_runs(s, [run], samples_kept=cfg.samples_kept)
-    except (store.StoreError, config.HistoryConfigError) as exc:
-        print(f"perfgate {prog}: error: --history: {_line(exc)}", file=sys.stderr)
-        return max(rc, 2)
+    except (store.StoreError, config.HistoryConfigError) as exc:  # named as --history's
+        raise HistoryOptionError(f"--history: {_line(exc)}") from None
     r = done.run
     state = "appended" if done.added else "already kept"
     judged = f", verdict {r.verdict}" if r.verdict else ""
@@ -160,8 +160,8 @@ def judged_against(
     args: argparse.Namespace, data: dict[str, Any], results: Path, stored: Path, gate, prog: str
 ):
     """``(baseline path, gate settings)`` to judge the run ``data`` (written at ``results``)
-    with: ``stored`` and ``gate`` unless ``--against history`` finds enough history; None after
-    one error line when the history cannot be read."""
+    with: ``stored`` and ``gate`` unless ``--against history`` finds enough history;
+    HistoryOptionError when the history cannot be read."""
     if getattr(args, "against", "baseline") != "history":
         return stored, gate
     import dataclasses
@@ -189,8 +189,7 @@ def judged_against(
                     benchmarks=bl.samples(data),
                 )
     except (store.StoreError, config.HistoryConfigError, ValueError) as exc:
-        print(f"perfgate {prog}: error: --against history: {_line(exc)}", file=sys.stderr)
-        return None
+        raise HistoryOptionError(f"--against history: {_line(exc)}") from None
     if picked.data is None:
         print(
             f"perfgate {prog}: WARNING: --against history: {picked.reason}; judged against the "

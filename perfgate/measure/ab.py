@@ -414,14 +414,14 @@ def default_groups(mode: str) -> str:
 
 
 def check_mode_options(overrides: dict[str, Any], mode: str) -> None:
-    """ValueError for an override of another mode's A/B section (``--ab-leaderboard-rounds``
+    """SettingsError for an override of another mode's A/B section (``--ab-leaderboard-rounds``
     with ``--mode device``): it would be ignored, and an ignored option is refused."""
-    from perfgate.gate.settings import key
+    from perfgate.gate.settings import SettingsError, key
 
     for name in overrides:
         section = name.split(".", 1)[0]
         if section.startswith("ab_") and section != f"ab_{mode}":
-            raise ValueError(
+            raise SettingsError(
                 f"{key(name).flag} sets the {section[3:]}-mode A/B; this run is --mode {mode} "
                 f"(its options are --ab-{mode}-...)"
             )

@@ -11,12 +11,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from perfgate import atomic, spawn
 from perfgate.gate.paths import REPO, result_paths
 from perfgate.modes import MODE_NAMES
+from perfgate.refusal import Refusal
 
 # pytest exit codes (pytest.ExitCode), written out so that this module needs no pytest import
 PYTEST_OK, PYTEST_FAILED, PYTEST_NO_TESTS = 0, 1, 5
@@ -32,6 +34,21 @@ def modes(mode: str) -> tuple[str, ...]:
     if mode not in MODE_NAMES:
         raise ValueError(f"mode must be one of {', '.join((*MODE_NAMES, 'both'))}, got {mode!r}")
     return (mode,)
+
+
+def each_mode(mode: str, run: Callable[[str], int]) -> int:
+    """``run(m)`` for every mode ``mode`` names (``both``: each in turn); the worst exit code. A
+    refusal of one mode (its baseline missing, say) does not keep the next mode from running:
+    the first is raised once every mode has run, for ``python -m perfgate`` to answer."""
+    worst, refused = 0, None
+    for m in modes(mode):
+        try:
+            worst = max(worst, run(m))
+        except Refusal as exc:
+            refused = refused or exc
+    if refused is not None:
+        raise refused
+    return worst
 
 
 def passthrough(args: list[str] | None) -> list[str]:

@@ -38,10 +38,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from perfgate.refusal import Refusal
+
 OPTION = "--submission"
 PLUGIN_OPTION = "--perfgate-submission"  # perfgate.plugin.SUBMISSION_OPTION (no pytest import)
 TAG = "submission"
 ADDOPTS = "PYTEST_ADDOPTS"
+
+
+class OptionError(Refusal, ValueError):
+    """A ``--submission`` (or its ``--tag``) that cannot be used; one line naming the option."""
 
 
 def add_option(parser: argparse.ArgumentParser) -> None:
@@ -57,11 +63,11 @@ def add_option(parser: argparse.ArgumentParser) -> None:
 
 def submission_tag(tag: str | None) -> str:
     """The tag a submission run is filed under: ``submission`` by default; a given tag must be
-    ``submission`` or start with ``submission-`` (ValueError otherwise)."""
+    ``submission`` or start with ``submission-`` (OptionError otherwise)."""
     if tag is None:
         return TAG
     if tag != TAG and not tag.startswith(TAG + "-"):
-        raise ValueError(
+        raise OptionError(
             f"--tag must be {TAG!r} or start with '{TAG}-' with {OPTION} (got {tag!r}), so that "
             "a submission's results and baseline never share a name with the package's"
         )
@@ -70,7 +76,7 @@ def submission_tag(tag: str | None) -> str:
 
 def configure(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any]:
     """Check ``--submission`` and set ``args.tag``; the context the session then runs in. Without
-    the option: nothing changes. Raises ValueError (one line) for an unusable option."""
+    the option: nothing changes. Raises OptionError (one line) for an unusable option."""
     path = getattr(args, "submission", None)
     if path is None:
         return contextlib.nullcontext()
@@ -81,14 +87,14 @@ def configure(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any
         resolved = load.check_path(path)
         load.probe(resolved)
     except load.SubmissionError as exc:
-        raise ValueError(f"{OPTION}: {exc}") from None
+        raise OptionError(f"{OPTION}: {exc}") from None
     args.submission = str(resolved)
     return pytest_option(resolved)
 
 
 def leaderboard_tier(args: argparse.Namespace, prog: str) -> int:
     """0 when ``--submission`` is not given or FILE passes the leaderboard tier on this device
-    (its one line printed); 1 when it fails it, 2 when it cannot be used (one line each)."""
+    (its one line printed); 1 when it fails it (one line); OptionError when it cannot be used."""
     import sys
 
     path = getattr(args, "submission", None)
@@ -103,8 +109,7 @@ def leaderboard_tier(args: argparse.Namespace, prog: str) -> int:
         print(f"perfgate {prog}: {exc}; not timed", file=sys.stderr)
         return 1
     except load.SubmissionError as exc:
-        print(f"perfgate {prog}: error: {OPTION}: {exc}", file=sys.stderr)
-        return 2
+        raise OptionError(f"{OPTION}: {exc}") from None
     return 0
 
 

@@ -437,11 +437,15 @@ def check_out(out: Path, rendered: Rendered, root: Path) -> Path:
 
 
 def export(out: Path, target: str = manifest.DEFAULT_TARGET, root: Path | None = None) -> Rendered:
-    """Render and write the file atomically (:func:`perfgate.atomic.write_text`)."""
+    """Render and write the file atomically (:func:`perfgate.atomic.write_text`); ExportError
+    when it cannot be written."""
     from perfgate import atomic
 
     root = Path(root).resolve() if root is not None else package_dir()
     rendered = render(target, root)
     path = check_out(out, rendered, root)
-    atomic.write_text(path, rendered.text)
+    try:
+        atomic.write_text(path, rendered.text)
+    except OSError as exc:
+        raise ExportError(f"cannot write --out {out}: {exc.strerror or exc}") from None
     return rendered

@@ -8,9 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from perfgate.refusal import Refusal, RunFailure
+
 # -- the command's options (perfgate/commands/ab.py) -----------------------------------------
 BASE, HEAD = "--base-submission", "--head-submission"
 REQUIRED_BASE = "the following arguments are required: --base (see perfgate ab --help)"
+
+
+class SideError(Refusal, ValueError):
+    """A submission side that cannot be used: the option and why, one line."""
 
 
 def add_options(parser: Any) -> None:
@@ -27,25 +33,26 @@ def given(args: Any) -> bool:
     return args.base_submission is not None or args.head_submission is not None
 
 
-def option_problem(args: Any) -> str | None:
-    """Why these options cannot run (one line), or None: revisions and files are exclusive, the
-    two files go together, and without files ``--base`` is required (argparse's own words)."""
+def check_options(args: Any) -> None:
+    """SideError (one line) when these options cannot run: revisions and files are exclusive,
+    the two files go together, and without files ``--base`` is required (argparse's own words)."""
     if not given(args):
-        return None if args.base is not None else REQUIRED_BASE
+        if args.base is None:
+            raise SideError(REQUIRED_BASE)
+        return
     revisions = [o for o, v in (("--base", args.base), ("--head", args.head)) if v is not None]
     if revisions:
-        return (
+        raise SideError(
             f"{' and '.join(revisions)} cannot be combined with {BASE}/{HEAD}: an A/B compares "
             "two revisions or two submission files"
         )
     missing = [o for o, v in ((BASE, args.base_submission), (HEAD, args.head_submission)) if not v]
     if missing:
-        return f"{BASE} and {HEAD} go together; {missing[0]} is missing"
-    return None
+        raise SideError(f"{BASE} and {HEAD} go together; {missing[0]} is missing")
 
 
 def check_files(args: Any) -> dict[str, Path]:
-    """Both files, resolved, each loaded once in a fresh process; ValueError naming the option
+    """Both files, resolved, each loaded once in a fresh process; SideError naming the option
     for one that cannot be used (unusable input: exit 2, whichever side it is)."""
     from perfgate.submission.load import SubmissionError, check_path, probe
 
@@ -56,16 +63,16 @@ def check_files(args: Any) -> dict[str, Path]:
             out[label] = check_path(value)
             probe(out[label])
         except SubmissionError as exc:
-            raise ValueError(f"{option}: {exc}") from None
+            raise SideError(f"{option}: {exc}") from None
     return out
 
 
-def check_leaderboard_tier(files: dict[str, Path]) -> tuple[int, str] | None:
+def check_leaderboard_tier(files: dict[str, Path]) -> None:
     """The leaderboard tier on both files, each in a fresh process on the GPU, before any timing
-    (:func:`perfgate.submission.tiers.check_file`): None when both pass (their lines printed),
-    else (exit code, one line): a head the leaderboard would reject is the change's fault (1), a
-    base it would reject is unusable input (2). The strict tier is not checked: a departure from
-    the suite's exact semantics is no reason not to time a file."""
+    (:func:`perfgate.submission.tiers.check_file`), their lines printed when both pass: a head
+    the leaderboard would reject is the change's fault (RunFailure, exit 1), a base it would
+    reject is unusable input (SideError, exit 2). The strict tier is not checked: a departure
+    from the suite's exact semantics is no reason not to time a file."""
     from perfgate.submission.load import SubmissionError
     from perfgate.submission.tiers import TierFailure, check_file
 
@@ -73,19 +80,20 @@ def check_leaderboard_tier(files: dict[str, Path]) -> tuple[int, str] | None:
         try:
             print(f"perfgate ab: {label}: {check_file(files[label])}", flush=True)
         except TierFailure as exc:
-            return (1 if label == "head" else 2), f"{option}: {exc}; not timed"
+            if label == "head":
+                raise RunFailure(f"{option}: {exc}; not timed", 1) from None
+            raise SideError(f"{option}: {exc}; not timed") from None
         except SubmissionError as exc:
-            return 2, f"{option}: {exc}"
-    return None
+            raise SideError(f"{option}: {exc}") from None
 
 
 def gemm_cases(selected: list[dict], prog: str = "perfgate ab") -> list[dict]:
     """The GEMM cases of a selection: a submission has no reducer entry point, so reducer cases
-    are left out, with a message; ValueError when nothing is left."""
+    are left out, with a message; SideError when nothing is left."""
     kept = [c for c in selected if c["kind"] == "gemm"]
     dropped = len(selected) - len(kept)
     if not kept:
-        raise ValueError(
+        raise SideError(
             "the selection holds no GEMM benchmark: a submission file has no reducer entry "
             "point (--groups leaderboard or grid)"
         )

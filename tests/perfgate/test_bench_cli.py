@@ -96,6 +96,23 @@ def test_mode_option_maps_to_modes():
         session.modes("nosuchmode")
 
 
+def test_a_refused_mode_does_not_keep_the_next_from_running():
+    from perfgate.refusal import Refusal
+
+    ran = []
+
+    def run(mode):
+        ran.append(mode)
+        if mode == bench.MODE_NAMES[0]:
+            raise Refusal(f"no {mode} baseline")
+        return 1
+
+    with pytest.raises(Refusal, match=f"no {bench.MODE_NAMES[0]} baseline"):
+        session.each_mode("both", run)
+    assert ran == list(bench.MODE_NAMES)  # every mode ran, then the refusal rose
+    assert session.each_mode("both", lambda mode: {"host": 1}.get(mode, 0)) == 1
+
+
 def test_rerun_command_names_the_benchmarks_and_every_bench_marker():
     # the rerun of inconclusive grid benchmarks must not be deselected by "not slow"
     cmd = session.pytest_command(
@@ -269,8 +286,9 @@ def test_update_isa_is_all_or_nothing(monkeypatch, tmp_path, capsys, code, exit_
     assert {t: (tmp_path / "isa" / f"{t}.json").read_text() for t in old} == old  # none replaced
     assert sorted(p.name for p in (tmp_path / "isa").iterdir()) == sorted(f"{t}.json" for t in old)
     err = capsys.readouterr().err
+    # main answers the failure: the line names the command (update-baselines), as every other
     assert err == (
-        f"perfgate update-baselines --isa: error: perfgate isa --target {target} {how}; no ISA "
+        f"perfgate update-baselines: error: perfgate isa --target {target} {how}; no ISA "
         "baseline written\n"
     )
 

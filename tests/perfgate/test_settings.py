@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from perfgate import checkout
-from perfgate.__main__ import build_parser
+from perfgate.__main__ import build_parser, main
 from perfgate.gate import settings
 from perfgate.gate.stats import Settings
 
@@ -268,8 +268,7 @@ def test_bench_and_update_refuse_a_bad_override_before_anything_runs(monkeypatch
 
     monkeypatch.setattr(base, "gpu_available", no_gpu_check)
     for argv in (["bench", "--alpha", "0.6"], ["update-baselines", "--alpha", "0.6"]):
-        args = build_parser().parse_args(argv)
-        assert args.func(args) == 2
+        assert main(argv) == 2  # the command raises, main answers
         err = capsys.readouterr().err
         assert err.count("\n") == 1
         assert f"perfgate {argv[0]}: error: --alpha: alpha must be a number in (0, 0.5)" in err
@@ -417,8 +416,7 @@ def test_more_processes_than_rounds_is_refused_by_the_settings_check(monkeypatch
 
     monkeypatch.setattr(base, "gpu_available", no_gpu_check)
     argv = ["bench", "--mode", "leaderboard", "--processes-leaderboard", "16"]
-    args = build_parser().parse_args([*argv, "--rounds-leaderboard", "10"])
-    assert args.func(args) == 2
+    assert main([*argv, "--rounds-leaderboard", "10"]) == 2  # the command raises, main answers
     err = capsys.readouterr().err
     assert err == (
         "perfgate bench: error: processes.leaderboard (16, --processes-leaderboard) x "
