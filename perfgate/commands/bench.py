@@ -32,6 +32,7 @@ from perfgate.history import wiring as history
 from perfgate.measure import session
 from perfgate.modes import MODE_NAMES, MODES
 from perfgate.submission import bench as submission
+from perfgate.variants import VARIANTS_ENV
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -296,8 +297,6 @@ def _missing_baseline(mode: str, base: Path, key: str, out, args) -> int:
 
 
 def update_command(args: argparse.Namespace) -> int:
-    from perfgate.measure.inject import slowdown_fraction
-
     if args.isa:
         return _update_isa(args)
     try:
@@ -307,9 +306,9 @@ def update_command(args: argparse.Namespace) -> int:
     gate = _gate_settings("update-baselines", args)
     if gate is None:
         return 2
-    if slowdown_fraction():
+    if os.environ.get(VARIANTS_ENV, "").strip():
         print(
-            "perfgate update-baselines: error: MXFP4_BENCH_INJECT_SLOWDOWN is set; "
+            f"perfgate update-baselines: error: {VARIANTS_ENV} is set; "
             "an injected slowdown must never become a baseline",
             file=sys.stderr,
         )
@@ -390,6 +389,9 @@ def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str 
     """Why the new baseline must not replace ``base``, or None."""
     from perfgate.gate import baseline as bl
 
+    injected = bl.injection(data)
+    if injected:
+        return f"the run records an injection ({injected}); a baseline must time the kernels alone"
     fp = bl.fingerprint(data)
     if not fp.get("git_commit"):
         return (

@@ -85,11 +85,6 @@ CASES = {
     "ab-unknown-rev": (["ab", "--base", "no-such-revision-xyz"], "names no commit"),
     "ab-ignored-option": (["ab", "--base", "HEAD", "--min-effect", "0.05"], "unrecognized arguments: --min-effect"),
     "ab-over-settings": (["ab", "--base", "HEAD", "--json", "pyproject.toml"], "--json pyproject.toml: is a tracked file or folder of the repository"),
-    "experiment-missing": (["experiment", "--reanalyse", "{d}/none.npz"], "--reanalyse {d}/none.npz: no such file"),
-    "experiment-no-arrays": (["experiment", "--reanalyse", "{empty}", "--out", "{d}/out"], "holds no samples"),
-    "experiment-not-npz": (["experiment", "--reanalyse", "{good}", "--out", "{d}/out"], "not an .npz archive"),
-    "experiment-out-file": (["experiment", "--reanalyse", "{empty}", "--out", "{taken}"], "--out {taken}: is a file, expected a directory"),
-    "experiment-runs": (["experiment", "--runs", "1"], "argument --runs: must be an int in [2, 100], got 1"),
     "host-proc": (["host", "--json", "/proc/x.json"], "--json /proc/x.json: cannot write in /proc"),
     "host-over-check": (["host", "--json", "{good}", "--check", "{good}"], "--json {good} is the input --check {good}"),
     "isa-proc": (["isa", "--target", "gfx950", "--json", "/proc/x.json"], "--json /proc/x.json: cannot write in /proc"),
@@ -308,9 +303,8 @@ def test_the_ab_path_takes_its_modes_from_modes_py():
         settings.AB_MODES == culprits.AB_MODES == modes.AB_MODE_NAMES == ("device", "leaderboard")
     )
     assert ab_worker.WHOLE_CALL_MODES == modes.WHOLE_CALL_MODE_NAMES == ("leaderboard",)
-    for command in ("ab", "experiment"):
-        (action,) = [a for a in _commands()[command]._actions if "--mode" in a.option_strings]
-        assert tuple(action.choices) == modes.AB_MODE_NAMES, command
+    (action,) = [a for a in _commands()["ab"]._actions if "--mode" in a.option_strings]
+    assert tuple(action.choices) == modes.AB_MODE_NAMES  # the lab's experiment: tests/lab
     with pytest.raises(SystemExit):
         ab_process.main(["--kernels-root", ".", "--mode", "host"])
     names = set(modes.MODE_NAMES)

@@ -1,4 +1,4 @@
-"""perfgate explain on the CPU: a planted history (tools/explain_chain.py: one commit per cause,
+"""perfgate explain on the CPU: a planted history (lab/scripts/explain_chain.py: one commit per cause,
 in a clean clone of the kernels), each revision's facts computed by its own child, each pair
 compared, and the planted cause ranked first; an unchanged pair explains nothing. The static
 compiles are gfx950's and sm90's (no GPU needed); the host census runs its counted, not run,
@@ -11,10 +11,10 @@ import shutil
 
 import pytest
 
+from lab.scripts import explain_chain
 from perfgate.explain import explain as ex
 from perfgate.explain import ranking, revision, source_facts
 from perfgate.explain.device_split import SplitError, split_rounds
-from tools import explain_chain
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the chain is git commits")
 SHAPE = (256, 3072, 1536)  # sm90's tuned entry: 64x256x128, split_k=2, 8 warps, 3 stages
