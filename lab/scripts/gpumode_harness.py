@@ -40,7 +40,7 @@ from typing import Any
 
 from perfgate.submission.tiers import BENCHMARK_CASES, HARNESS_COMMIT
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # lab/scripts/ -> the checkout
 COMMIT = HARNESS_COMMIT
 RAW = "https://raw.githubusercontent.com/gpu-mode/reference-kernels"
 # name in the harness directory -> (path in the repository, sha256 of its bytes at COMMIT)

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # lab/scripts/ -> the checkout
 SKIPPED = (".whl/",)  # carried wheels: installed for the run, never part of the measured tree
 IDENTITY = ["-c", "user.name=perfgate tools", "-c", "user.email=tools@perfgate.invalid"]
 IDENTITY += ["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]

@@ -34,7 +34,7 @@ from typing import Any
 
 from perfgate import atomic, spawn
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]  # lab/scripts/ -> the checkout
 SPACER_MAX_MIB = 1024
 
 
