@@ -109,7 +109,7 @@ def test_fetch_from_a_local_clone(tmp_path):
 
 
 def test_verify_names_a_missing_or_changed_file(tmp_path):
-    with pytest.raises(gh.HarnessError, match=r"eval.py: missing; run `python -m tools"):
+    with pytest.raises(gh.HarnessError, match=r"eval.py: missing; run `python -m lab\.scripts"):
         gh.verify(tmp_path, _pins())
     for name, (_, text) in FAKE_FILES.items():
         (tmp_path / name).write_text(text)
