@@ -21,18 +21,9 @@ import time
 import numpy as np
 
 from perfgate.history import steps as st
+from tests.perfgate.histories import series  # the tests' GPU-like run histories
 
-NOISE = 0.005
-EPISODE_P, EPISODE = 0.05, (0.024, 0.042)
 SIZES = (0.02, 0.03, 0.05, 0.10)
-
-
-def series(rng: np.random.Generator, n: int, step: float, at: int) -> np.ndarray:
-    log = rng.normal(0.0, NOISE, n)
-    slow = rng.random(n) < EPISODE_P
-    log[slow] += np.log1p(rng.uniform(*EPISODE, slow.sum()))
-    log[at:] += np.log1p(step)
-    return 10e-6 * np.exp(log)
 
 
 def pelt(x, sigma, settings):

@@ -85,8 +85,8 @@ def use_kernels_from(root: Path) -> None:
 
 
 class Bench:
-    """One case ready to time: its plain launch (a graph over the copies) and, per injected
-    variant, a launch of the same calls with the calibrated sleep captured after them."""
+    """One case ready to time: its plain launch (a graph over the copies) and, per variant (the
+    lab's, perfgate.variants), a launch of the same calls with the extra pass captured after them."""
 
     def __init__(self, launch: Any, calls: int, injected: dict[str, Any] | None = None) -> None:
         self.launch = launch

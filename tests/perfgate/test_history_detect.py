@@ -8,10 +8,10 @@ import json
 import numpy as np
 import pytest
 
-from lab.scripts.changepoint_compare import series as gpu_like_series
 from perfgate.__main__ import main
 from perfgate.history import config, detect, steps
 from perfgate.history.store import Row
+from tests.perfgate.histories import series as gpu_like_series
 from tools.history_demo import fake_commit, write_history
 
 # the change-point search and the plots need the `history` extra; the GPU job's env has no use for it
