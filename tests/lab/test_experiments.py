@@ -449,21 +449,6 @@ def test_the_docs_settings_table_lists_the_keys_the_experiment_takes():
 def test_lab_help_loads_no_heavy_library(command):
     # as perfgate's --help (tests/perfgate/test_cli.py): the experiment imports torch, scipy and
     # the workers when it runs, never to answer --help
-    import subprocess
-    import sys
+    from tests.perfgate.test_cli import heavy_after_help
 
-    from perfgate.checkout import REPO
-    from tests.perfgate.test_cli import HEAVY
-
-    probe = (
-        "import sys\n"
-        "from lab.__main__ import main\n"
-        "try:\n"
-        f"    main({[*command.split(), '--help']!r})\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                          cwd=REPO, check=True)  # fmt: skip
-    assert done.stdout.splitlines()[-1] == "[]", (command, done.stdout[-300:])
+    assert heavy_after_help("lab.__main__", command) == "[]", command

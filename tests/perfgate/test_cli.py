@@ -274,9 +274,15 @@ def _history_subcommands() -> list[str]:
 def test_help_loads_no_heavy_library(command):
     # --help answers at once, also where torch is absent (the container launcher's host) or
     # slow to import (4 s on the H200): the commands import their heavy libraries when they run
+    assert heavy_after_help("perfgate.__main__", command) == "[]", command
+
+
+def heavy_after_help(cli: str, command: str) -> str:
+    """The heavy libraries (:data:`HEAVY`) loaded once ``cli``'s ``main`` answered
+    ``COMMAND --help``, in a fresh interpreter, as a printed list (also python -m lab's)."""
     probe = (
         "import sys\n"
-        "from perfgate.__main__ import main\n"
+        f"from {cli} import main\n"
         "try:\n"
         f"    main({[*command.split(), '--help']!r})\n"
         "except SystemExit:\n"
@@ -285,7 +291,7 @@ def test_help_loads_no_heavy_library(command):
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2], check=True)  # fmt: skip
-    assert done.stdout.splitlines()[-1] == "[]", (command, done.stdout[-300:])
+    return done.stdout.splitlines()[-1]
 
 
 def test_the_ab_path_takes_its_modes_from_modes_py():
