@@ -3,7 +3,7 @@ bisected by ``python -m perfgate bisect``; the answer must be the middle commit.
 
 ``python -m lab.scripts.bisect_chain --out DIR [--shape 16,2112,7168] [--timeout-s 330]``
 
-In a temporary clean clone of this working tree (:mod:`lab.scripts.history_clone`):
+In a temporary clean clone of this working tree (:mod:`tests.perfgate.history_clone`):
 
 - C0: the tree as it is;
 - C1: the shape's entry of ``kernels/_configs_nvidia.py`` set to ``split_k=1`` (sm90's table:
@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab.scripts.history_clone import REPO, CloneError, clean_clone, commit
+from tests.perfgate.history_clone import REPO, CloneError, clean_clone, commit
 
 CONFIGS = Path("kernels/_configs_nvidia.py")
 

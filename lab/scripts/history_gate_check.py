@@ -4,7 +4,7 @@
 ``python -m lab.scripts.history_gate_check --out DIR [--runs 3] [-k EXPR] [--rounds 100]
 [--budget-s 200]``
 
-In a temporary clean clone of this working tree (:mod:`lab.scripts.history_clone`: on the GPU machine
+In a temporary clean clone of this working tree (:mod:`tests.perfgate.history_clone`: on the GPU machine
 the copied tree is dirty, and the history keeps no dirty run), from the clone:
 
 1. ``--runs`` times ``python -m perfgate bench -k EXPR --rounds-device R --history
@@ -36,7 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from lab.scripts.history_clone import CloneError, clean_clone, is_clean
+from tests.perfgate.history_clone import CloneError, clean_clone, is_clean
 
 DEFAULT_K = "m16-n2112 or m4-n2880 or m64-n7168"  # 3 GEMMs and 2 reducers, the 3.5 µs one too
 

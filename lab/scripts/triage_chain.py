@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 
 from lab.scripts.bisect_chain import chain_parser, on_chain, shape_id
-from lab.scripts.history_clone import git
 from tests.perfgate.github_standin import Standin
+from tests.perfgate.history_clone import git
 
 REPO_NAME = "perfgate/triage-chain"
 TOKEN = "standin-token"

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from lab.scripts import bisect_chain, history_clone, history_gate_check
+from lab.scripts import bisect_chain, history_gate_check
 from perfgate.gate import paths
+from tests.perfgate import history_clone
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the tools make git commits")
 SHAPE = (16, 2112, 7168)

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.scripts import bisect_chain, history_clone, triage_chain
+from lab.scripts import bisect_chain, triage_chain
 from perfgate.gate import compare, paths
 from perfgate.history import bisect as bs
+from tests.perfgate import history_clone
 from tests.perfgate.conftest import gpu_like, make_result
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the tool makes git commits")
@@ -182,9 +183,9 @@ def test_the_triage_command_it_runs(tmp_path):
 @pytest.fixture
 def kernels_src(tmp_path):
     """A repository holding this tree's kernels/ (what a revision's children import)."""
-    from lab.scripts import explain_chain
+    from tests.perfgate.planted_causes import kernels_repo
 
-    return explain_chain.kernels_repo(tmp_path / "src")
+    return kernels_repo(tmp_path / "src")
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="the chain is git commits")

@@ -1,10 +1,11 @@
-"""A clean git checkout of this working tree, as it is, for the H200 history figures.
+"""A clean git checkout of this working tree, as it is: C0 of the planted chains the tests build
+(tests/perfgate/planted_causes.py) and of the lab's H200 checks and history figures.
 
 The GPU machine gets a copy of the tree whose ``.git`` HEAD is stale and whose files differ from
 it: every run there would be ``git_dirty``, which the history refuses. :func:`clean_clone` makes
 a new repository elsewhere holding exactly the files git would see in this tree (tracked and
 untracked, less the ignored ones and ``.whl/``, where the device run carries wheels), committed
-as one commit on ``main``; the tools run perfgate from there (``lab/scripts/bisect_chain.py``,
+as one commit on ``main``; the lab's scripts run perfgate from there (``lab/scripts/bisect_chain.py``,
 ``lab/scripts/history_gate_check.py``).
 """
 
@@ -15,7 +16,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]  # lab/scripts/ -> the checkout
+REPO = Path(__file__).resolve().parents[2]  # tests/perfgate/ -> the checkout
 SKIPPED = (".whl/",)  # carried wheels: installed for the run, never part of the measured tree
 IDENTITY = ["-c", "user.name=perfgate tools", "-c", "user.email=tools@perfgate.invalid"]
 IDENTITY += ["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"]
