@@ -27,7 +27,6 @@ _COMMAND_MODULES = tuple(
         "compare",
         "bench",
         "ab",
-        "experiment",
         "host",
         "isa",
         "container",
@@ -65,14 +64,18 @@ def plain_text(doc: str) -> str:
     return text.replace("::\n", ":\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(
+    prog: str = "perfgate", modules: tuple[str, ...] = _COMMAND_MODULES, description: str = __doc__
+) -> argparse.ArgumentParser:
+    """The CLI of ``modules`` (command modules, in --help's order); ``python -m lab`` builds its
+    own from its modules with the same machinery."""
     parser = Parser(
-        prog="perfgate",
-        description=__doc__.strip(),
+        prog=prog,
+        description=description.strip(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in _COMMAND_MODULES:
+    for name in modules:
         # A command that vanished from --help would turn a CI step that calls it into a usage
         # error far from the cause, or into nothing at all: name the broken module instead.
         try:
@@ -95,12 +98,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(
+    argv: list[str] | None = None,
+    *,
+    name: str = "perfgate",
+    modules: tuple[str, ...] = _COMMAND_MODULES,
+    description: str = __doc__,
+) -> int:
     try:
-        parser = build_parser()
+        parser = build_parser(name, modules, description)
         commands = parser.commands
     except CommandImportError as exc:
-        print(f"perfgate: error: {exc}", file=sys.stderr)
+        print(f"{name}: error: {exc}", file=sys.stderr)
         return 2
     args, extra = parser.parse_known_args(argv)
     if extra:  # named by the command's parser, which says where its --help is
@@ -149,7 +158,7 @@ DISTRIBUTION = "mxfp4-gemm-suite"  # [project] name in pyproject.toml
 
 def _optional(exc: ModuleNotFoundError) -> bool:
     """A third-party module (an optional extra, most often), not one of this checkout's."""
-    return bool(exc.name) and exc.name.split(".")[0] not in ("perfgate", "kernels", "tools")
+    return bool(exc.name) and exc.name.split(".")[0] not in ("perfgate", "kernels", "lab", "tools")
 
 
 def extra_for(module: str) -> str | None:

@@ -1,4 +1,5 @@
-"""On/off environment variables (``PERFGATE_REQUIRE_GPU``, ``PERFGATE_TRACEBACK``): one parser.
+"""On/off environment variables (``PERFGATE_REQUIRE_GPU``, ``PERFGATE_TRACEBACK``): one parser;
+numbers in environment variables (:func:`number`): another.
 
 ``1``, ``true``, ``yes``, ``on`` mean on; ``0``, ``false``, ``no``, ``off`` and the empty string
 mean off, as does an unset variable; case and surrounding blanks do not matter. Anything else is
@@ -46,3 +47,18 @@ def check(names: Iterable[str] = NAMES, environ: Mapping[str, str] | None = None
     """FlagError for the first of ``names`` whose value is neither on nor off."""
     for name in names:
         flag(name, environ)
+
+
+def number(environ: Mapping[str, str], name: str, example: str, upper: float) -> float:
+    """The number in environment variable ``name``, in [0, upper) (0 when unset or blank); a
+    one-line ValueError naming the variable, with ``example``, for anything else."""
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be {example}, got {raw!r}") from None
+    if not 0.0 <= value < upper:  # also refuses nan
+        raise ValueError(f"{name} must be in [0, {upper:g}), got {raw!r}")
+    return value

@@ -44,11 +44,10 @@ from typing import Any
 
 import pytest
 
-from perfgate import modes
+from perfgate import modes, variants
 from perfgate.catalog import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
 from perfgate.gate.paths import SCHEMA
 from perfgate.gate.settings import MAX_LOOK_ROUNDS
-from perfgate.measure import inject
 from perfgate.measure.clock import Timed, device_clock, measure
 from perfgate.measure.flush import for_mode, rotation_count
 from perfgate.measure.harness import Work, batched_launch, prepare
@@ -312,7 +311,8 @@ class RoundRobin:
 
 
 def with_extra(fn: Callable, extra: Callable[[], None]) -> Callable:
-    """``fn`` followed by the injected extra pass (the harness's slowdown, never the kernel's)."""
+    """``fn`` followed by an extra pass (a lab run's slowdown, perfgate.variants; never the
+    kernel's)."""
 
     def work(*args: Any) -> Any:
         out = fn(*args)
@@ -334,7 +334,8 @@ class Harness:
 
         self.settings = settings
         self.submission = submission
-        self.inject = inject.slowdown_fraction()
+        # None unless a lab run plugged an extra pass in (perfgate.variants)
+        self.extra_pass = variants.harness_pass()
         self.device = torch.device("cuda")
         self.info = device_info()
         self.flush = for_mode(settings.mode, self.info.last_level_cache_bytes, self.device)
@@ -377,11 +378,11 @@ class Harness:
         graph = self.settings.use_graph if graph is None else graph
         launch = batched_launch(work, graph=graph)
         calls = len(work.calls)
-        if self.inject:
+        if self.extra_pass is not None:
             plain = probe_median(launch.run, self.flush, calls=calls, rounds=15)
-            extra = inject.sleep_for(self.inject * plain * calls, self.flush)
+            extra = self.extra_pass.make(plain * calls, self.flush)
             launch = batched_launch(work, graph=graph, extra=extra, what=", injected")
-            self.record_injection(benchmark, extra, plain, calls=calls)
+            benchmark.extra_info.update(self.extra_pass.record(extra, plain * calls, self.flush))
         benchmark.extra_info.update(
             mode=self.settings.mode.name,
             launch=launch.kind,
@@ -400,11 +401,11 @@ class Harness:
             torch.cuda.synchronize()
             work.check(out, ref, f"input set {i}")
         call: Callable = fn
-        if self.inject:
+        if self.extra_pass is not None:
             plain = probe_median(lambda: fn(*arg_sets[0]), self.flush, calls=1, rounds=15)
-            extra = inject.sleep_for(self.inject * plain, self.flush)
+            extra = self.extra_pass.make(plain, self.flush)
             call = with_extra(fn, extra)
-            self.record_injection(benchmark, extra, plain, calls=1)
+            benchmark.extra_info.update(self.extra_pass.record(extra, plain, self.flush))
         target = Timed(call)
         rounds = RoundRobin(arg_sets, work.refs, work.check, self.flush, target,
                             torch.cuda.synchronize)  # fmt: skip
@@ -462,14 +463,6 @@ class Harness:
         )
         # clocks right after the rounds: a throttled card shows here
         benchmark.extra_info["clocks_after"] = fingerprint.clock_readings()
-
-    def record_injection(self, benchmark: Any, extra: Any, plain: float, *, calls: int) -> None:
-        cost = probe_median(extra, self.flush, calls=1, rounds=7)
-        benchmark.extra_info.update(
-            injected_fraction_requested=self.inject,
-            injected_cycles=extra.cycles,
-            injected_fraction_estimated=cost / (plain * calls),
-        )
 
 
 @pytest.fixture(scope="session")

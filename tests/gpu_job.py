@@ -56,7 +56,7 @@ GPU_JOB: dict[str, str] = {
     "tests/perfgate/test_submission_runtime.py": "a submission's calls on the device",
     "tests/perfgate/test_submission_ab.py": "the submission A/B worker on the device",
     "tests/perfgate/test_submission_export.py": "the exported file's bits on this GPU",
-    "tests/perfgate/test_leaderboard_drift.py": "the drift tool's answer where a GPU is",
+    "tests/lab/test_leaderboard_drift.py": "the drift tool's answer where a GPU is",
     "tests/test_gpu_job.py": "this guard seeing a compiled launch",
     "tests/submission/": "the contract tests on this GPU's one-file export (the job passes "
     "--submission): its compiled kernels, every leaderboard output, both tiers",
@@ -307,7 +307,7 @@ def changed_files(rev: str) -> list[str]:
 
 # a change to one of these can move any test: every selected test runs
 EVERYTHING = ("pyproject.toml", "tests/conftest.py", "tests/gpu_job.py")
-PACKAGES = ("kernels", "perfgate", "tools", "tests")
+PACKAGES = ("kernels", "perfgate", "lab", "tools", "tests")
 
 
 def _module_of(path: str) -> str | None:

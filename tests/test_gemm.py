@@ -755,7 +755,7 @@ def test_the_direct_launch_passes_what_tritons_runner_passes(monkeypatch, hooked
 
 
 def test_bound_call_is_the_launch_a_first_call_binds(device):
-    # what tools/host_report.py times; the host census counts its launcher's entries
+    # what lab/scripts/host_report.py times; the host census counts its launcher's entries
     m, n, k = 4, 64, 64
     data = generate_input(m, n, k, seed=5, device=device)
     a, _, _, b, s = data

@@ -1,5 +1,5 @@
-"""Tools that measure the kernels on a GPU (``python -m tools.tune``, ``python -m tools.reducer_bench``).
-
-They live outside ``kernels/`` so that the package under test holds no timing code, and they time
-with :mod:`perfgate.measure.clock`, the gate's own timer. Run them from a checkout.
+"""What users run beside perfgate's commands: ``python -m tools.tune`` (configs on a GPU),
+``tools.history_demo`` (try ``perfgate history``), ``tools.mutate`` and ``tools.mutation_score``
+(mutation testing), ``tools/replay_golden.py`` (the replay goldens). What reproduces a dated figure
+or an H200 check is the lab's (``lab/scripts/``). Run them from a checkout.
 """

@@ -190,25 +190,6 @@ def _history_inputs(out: Path) -> None:
     _write(out / "run_dirty.json", dirty)
 
 
-def _experiment_inputs(out: Path) -> None:
-    """Three sessions' samples as the retired round-level ``experiment --measure-only`` wrote
-    them (perfgate at 76c1929): today's experiment refuses such a file in one line."""
-    import numpy as np
-
-    rng = np.random.default_rng(7)
-    arrays = {}
-    for s in range(3):
-        offset = 1 + 0.002 * rng.standard_normal()
-        for case in ("m16-n2112-k7168", "s4-m64-n7168"):
-            for t in range(1):
-                for stream, factor in (("A|plain", 1.0), ("B|plain", 1.0), ("B|0.03", 1.03),
-                                       ("B|0.1", 1.10)):  # fmt: skip
-                    noise = 1 + 0.004 * rng.standard_normal(40)
-                    arrays[f"s{s}|{case}|t{t}|{stream}"] = 1e-5 * offset * factor * noise
-    np.savez_compressed(out / "samples.npz", **arrays)
-    _write(out / "meta.json", {"device": "NVIDIA H200 (nvidia-h200), torch t, triton r"})
-
-
 def _other_inputs(out: Path) -> None:
     (out / "host_counts_bad.json").write_text('{"schema": 1, "shapes": {}}\n', encoding="utf-8")
     (out / "isa_bad.json").write_text('{"schema": 1, "target": "gfx950"}\n', encoding="utf-8")
@@ -221,7 +202,7 @@ def write_inputs(inputs: Path) -> None:
     if inputs.exists():
         shutil.rmtree(inputs)
     inputs.mkdir(parents=True)
-    for make in (_compare_inputs, _pooled_inputs, _history_inputs, _experiment_inputs):
+    for make in (_compare_inputs, _pooled_inputs, _history_inputs):
         make(inputs)
     _other_inputs(inputs)
 

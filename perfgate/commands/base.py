@@ -26,15 +26,15 @@ class GpuRequired(Refusal):
     """No GPU where ``PERFGATE_REQUIRE_GPU`` says the job needs one."""
 
 
-def no_gpu(command: str) -> int:
+def no_gpu(command: str, prog: str = "perfgate") -> int:
     """The answer on a machine without a GPU: a clear message and 0; GpuRequired (exit 2) when
-    a GPU is required."""
+    a GPU is required. ``prog``: the program the command belongs to (``lab`` for the lab's)."""
     import torch
 
     why = f"torch {torch.__version__} sees no CUDA/ROCm GPU (cuda={torch.version.cuda}, hip={torch.version.hip})"
     if gpu_required():
         raise GpuRequired(f"PERFGATE_REQUIRE_GPU is set but {why}")
-    print(f"perfgate {command}: no GPU on this machine ({why}); ran no benchmarks.")
+    print(f"{prog} {command}: no GPU on this machine ({why}); ran no benchmarks.")
     return 0
 
 

@@ -33,6 +33,7 @@ from perfgate.measure import session
 from perfgate.modes import MODE_NAMES, MODES
 from perfgate.refusal import Refusal, RunFailure
 from perfgate.submission import bench as submission
+from perfgate.variants import VARIANTS_ENV
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -271,16 +272,12 @@ def _missing_baseline(mode: str, base: Path, key: str, out, args) -> int:
 
 
 def update_command(args: argparse.Namespace) -> int:
-    from perfgate.measure.inject import slowdown_fraction
-
     if args.isa:
         return _update_isa(args)
     timing = submission.configure(args)
     gate = _gate_settings("update-baselines", args)
-    if slowdown_fraction():
-        raise Refusal(
-            "MXFP4_BENCH_INJECT_SLOWDOWN is set; an injected slowdown must never become a baseline"
-        )
+    if os.environ.get(VARIANTS_ENV, "").strip():
+        raise Refusal(f"{VARIANTS_ENV} is set; an injected slowdown must never become a baseline")
     if not base.gpu_available():
         base.no_gpu("update-baselines")  # GpuRequired where a GPU is required
         raise Refusal("nothing measured, no baseline written")
@@ -349,6 +346,9 @@ def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str 
     """Why the new baseline must not replace ``base``, or None."""
     from perfgate.gate import baseline as bl
 
+    injected = bl.injection(data)
+    if injected:
+        return f"the run records an injection ({injected}); a baseline must time the kernels alone"
     fp = bl.fingerprint(data)
     if not fp.get("git_commit"):
         return (

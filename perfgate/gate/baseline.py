@@ -378,6 +378,18 @@ def perfgate_block(data: dict[str, Any]) -> dict[str, Any]:
     return data["machine_info"]["perfgate"]
 
 
+def injection(data: dict[str, Any]) -> str | None:
+    """The first benchmark of ``data`` that records an injection (a lab run's extra pass,
+    perfgate.variants: an ``extra_info`` key ``injected_*`` that is not 0), as ``name: key =
+    value``; None for a run that times the kernels alone."""
+    for bench in data.get("benchmarks") or []:
+        extra = bench.get("extra_info") if isinstance(bench, dict) else None
+        for key, value in (extra or {}).items() if isinstance(extra, dict) else ():
+            if key.startswith("injected_") and value not in (0, None, False):
+                return f"{bench.get('fullname') or bench.get('name')}: {key} = {value!r}"
+    return None
+
+
 def device_key(data: dict[str, Any]) -> str:
     """The device key of a loaded file, e.g. ``nvidia-h200``."""
     return perfgate_block(data)["device_key"]

@@ -12,7 +12,7 @@ One issue per culprit, found again by a hidden marker in its body (:func:`publis
   watching the issue hear of it. A closed issue is commented on, not reopened: someone closed it.
 
 The base URL is ``GITHUB_API_URL`` (Actions sets it; https://api.github.com otherwise), so that a
-test or a machine without network points it at a local stand-in (tools/github_standin.py). The
+test or a machine without network points it at a local stand-in (tests/perfgate/github_standin.py). The
 token is sent as ``Authorization: Bearer``; nothing else is read from the environment here.
 Every failure is :class:`GitHubError`, one line naming the call.
 """

@@ -18,7 +18,7 @@ flush, the inputs and the output checks are this checkout's. The verdict is
   nothing is left undecided.
 - only the benchmarks still undecided go on to the next look.
 
-:func:`measure_look` is shared with ``perfgate experiment`` (which adds injected variants on one
+:func:`measure_look` is shared with ``lab experiment`` (which adds injected variants on one
 side); :func:`measure_ab` is ``perfgate ab``'s loop; :func:`run` sets up and tears down both
 sides (worktrees, builds, workers).
 """

@@ -5,11 +5,9 @@
   the leaderboard flush (:func:`perfgate.measure.flush.leaderboard_flush`: 2 GiB, longer than the
   host path), as the plugin's leaderboard mode times it. Every input set's output is checked once
   before any timing, and the last timed call's output after every block of rounds.
-- **Reused calibrations**: a prepare may name, per injected level, the sleep cycles an earlier
-  worker's closed loop found for that case (``"cycles": {"0.01": 1234}``). The worker then
-  captures that sleep without calibrating again: a calibration is a property of the case on this
-  GPU, and a closed loop in every one of 24 workers would cost more than their rounds. The trial
-  still measures each worker's true size from its own streams (plain against injected).
+- **Variants** (the lab's experiment only): per level, the same call with an extra pass after
+  it inside the timed region, from the provider that ``PERFGATE_VARIANTS`` names
+  (:mod:`perfgate.variants`).
 """
 
 from __future__ import annotations
@@ -17,16 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from perfgate.measure import inject
-from perfgate.measure.launch import probe_median
+from perfgate import variants
 from perfgate.modes import WHOLE_CALL_MODE_NAMES
 
 WHOLE_CALL_MODES = WHOLE_CALL_MODE_NAMES
 
 
 class RotatingCall:
-    """``fn(*arg_sets[i])`` for i = 0, 1, ... cyclically, then ``extra()`` when given (the
-    injected sleep, inside the timed region); keeps the last output and its input set."""
+    """``fn(*arg_sets[i])`` for i = 0, 1, ... cyclically, then ``extra()`` when given (a
+    variant's extra pass, inside the timed region); keeps the last output and its input set."""
 
     def __init__(
         self, fn: Callable[..., Any], arg_sets: list[tuple], extra: Callable[[], None] | None = None
@@ -45,7 +42,7 @@ class RotatingCall:
 
 
 class CallBench:
-    """One case timed a call at a time: the plain rotating call and one per injected level."""
+    """One case timed a call at a time: the plain rotating call and one per variant."""
 
     calls = 1
 
@@ -81,8 +78,8 @@ def prepare_whole_call(
     plain_name: str = "plain",
 ) -> tuple[CallBench, dict[str, Any]]:
     """A :class:`CallBench` for ``work`` (perfgate.measure.harness.Work) and its record: every
-    input set's output checked first, then per level (by variant name) a sleep after the call,
-    calibrated in the closed loop unless ``cycles`` gives it."""
+    input set's output checked first, then per level (by variant name) the provider's variant
+    (perfgate.variants), ``cycles`` handed to it."""
     import torch
 
     for i, (args, ref) in enumerate(zip(work.arg_sets, work.refs, strict=True)):
@@ -92,43 +89,9 @@ def prepare_whole_call(
     plain = RotatingCall(work.fn, work.arg_sets)
     info: dict[str, Any] = {"calls": 1, "launch": "direct", "sets": len(work.arg_sets)}
     injected: dict[str, RotatingCall] = {}
-    replay = spc = 0.0
-    if any(name not in cycles for name in levels):  # some level to calibrate here
-        replay = probe_median(plain, flush, calls=1, rounds=15)
-        spc = inject.seconds_per_cycle(*inject.timing_points(flush))
-        info.update(plain_call_s=replay, seconds_per_cycle=spc)
-        for name, level in levels.items():
-
-            def with_sleep(n: int) -> RotatingCall:
-                return RotatingCall(work.fn, work.arg_sets, inject.DeviceSleep(n))
-
-            def measure(n: int) -> float:
-                return inject.true_size(plain, with_sleep(n), flush)
-
-            n, calibration = calibrated(level, replay, spc, measure, cycles.get(name))
-            injected[name] = with_sleep(n)
-            info[name] = describe(n, calibration) | {"launch": "direct"}
+    if levels:
+        unit = variants.Unit("call", plain, work, flush,
+                             lambda extra: RotatingCall(work.fn, work.arg_sets, extra))  # fmt: skip
+        injected, more = variants.prepare(unit, levels, cycles)
+        info.update(more)
     return CallBench(work, plain, injected, plain_name), info
-
-
-def calibrated(
-    level: float,
-    plain_seconds: float,
-    spc: float,
-    measure: Callable[[int], float],
-    reused: int | None,
-) -> tuple[int, inject.Calibration | None]:
-    """(cycles, calibration) of ``level``: the closed loop's, or ``reused`` cycles (an earlier
-    worker's calibration of the case) with no calibration of its own."""
-    if reused is None:
-        calibration = inject.closed_loop(level, plain_seconds, spc, measure)
-        return calibration.cycles, calibration
-    if isinstance(reused, bool) or not isinstance(reused, int) or reused < 1:
-        raise ValueError(f"cycles for level {level:g} must be an int >= 1, got {reused!r}")
-    return reused, None
-
-
-def describe(cycles: int, calibration: inject.Calibration | None) -> dict[str, Any]:
-    """The record of one injected level: calibrated here, or reused from an earlier worker."""
-    out = inject.describe(inject.DeviceSleep(cycles), calibration)
-    return out if calibration is not None else out | {"reused": True}

@@ -125,10 +125,10 @@ def host_delay_seconds(environ: Any = None) -> float:
     """The host slowdown asked for with ``MXFP4_BENCH_INJECT_HOST_US`` (µs per call; 0 unset)."""
     import os
 
-    from perfgate.measure.inject import env_number
+    from perfgate.flags import number
 
     environ = os.environ if environ is None else environ
-    return env_number(environ, INJECT_HOST_ENV, "microseconds such as 5", 1e6) / 1e6
+    return number(environ, INJECT_HOST_ENV, "microseconds such as 5", 1e6) / 1e6
 
 
 def with_host_delay(fn: Callable[..., Any], seconds: float) -> Callable[..., Any]:

@@ -1,7 +1,7 @@
 """How a batch of calls runs: one CUDA/HIP graph over the rotated copies, or direct launches.
 
 :func:`median_per_call` is the gate's device-mode timer for tools that want a number rather than a
-pytest-benchmark run (``python -m tools.tune``, ``python -m tools.reducer_bench``), so tuned
+pytest-benchmark run (``python -m tools.tune``, ``python -m lab.scripts.reducer_bench``), so tuned
 tables are made with the timer that gates them.
 """
 
@@ -91,7 +91,7 @@ def median_per_call(
 ) -> tuple[float, Launch]:
     """Median per-call device seconds of ``calls`` (one per input copy) launched together, each
     round after ``flush``: the gate's device-mode timer for tools that want a number rather than
-    a pytest-benchmark run (``tools.tune``, ``tools.reducer_bench``). The calls run eagerly first
+    a pytest-benchmark run (``tools.tune``, ``lab.scripts.reducer_bench``). The calls run eagerly first
     (JIT and autotune outside the numbers); the :class:`Launch` says whether a graph ran."""
     import torch
 

@@ -1,6 +1,6 @@
 """A measuring worker: one process, one revision's ``kernels``, perfgate's timer, driven over pipes.
 
-``perfgate ab`` and ``perfgate experiment`` start one worker per side (``python -m
+``perfgate ab`` (and the lab's ``python -m lab experiment``) start one worker per side (``python -m
 perfgate.measure.worker --kernels-root ROOT``, with this checkout as working directory): perfgate (the
 timer, the flush, the harness's input and output checks) is always this checkout's, so both
 sides are timed by the same code, while ``kernels`` is imported from ROOT, the revision under
@@ -16,13 +16,13 @@ that side by side instead of in their first prepare, one after another.
 - ``{"op": "prepare", "cases": [CASE...], "levels": [0.05, ...], "cycles": {"0.05": N}}``:
   drop what was prepared
   before, build every case's inputs (the same seeds as the pytest harness), check every output
-  against the reference, capture the graph over the rotated copies, and per injected level one
-  more graph of the same calls with a device sleep captured after them, its cycles calibrated in
-  a closed loop until the measured slowdown is the level (:mod:`perfgate.measure.inject`). Answer:
-  ``{"ok": true, "cases": {id: INFO}}``, INFO holding each level's calibration (cycles, the
-  measured size, the steps). ``cycles`` (optional) gives a level's sleep from an earlier
-  worker's calibration instead (:mod:`perfgate.measure.ab_worker`). The orchestrators prepare
-  one case at a time, as the pytest harness does.
+  against the reference and capture the graph over the rotated copies. ``levels`` (the lab's
+  experiment only) asks for one more variant per level, the same calls with an extra pass after
+  them, from the provider that ``PERFGATE_VARIANTS`` names (:mod:`perfgate.variants`; the lab's
+  calibrated device sleep); ``cycles`` (optional) hands the provider an earlier worker's
+  calibration. Answer: ``{"ok": true, "cases": {id: INFO}}``, INFO holding what the provider
+  reports of each level. The orchestrators prepare one case at a time, as the pytest harness
+  does.
 - ``--mode leaderboard``: each round is one whole call (``custom_kernel(data)``) after the
   leaderboard flush, rotating over the input copies (:mod:`perfgate.measure.ab_worker`); the
   default ``device`` replays the graph over the copies.
@@ -54,9 +54,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from perfgate import variants
 from perfgate.measure.clock import flushed_rounds
 from perfgate.measure.flush import for_mode, rotation_count
-from perfgate.measure.launch import build_launch, probe_median
+from perfgate.measure.launch import build_launch
 from perfgate.modes import AB_MODE_NAMES
 
 # perfgate.catalog and perfgate.measure.harness import kernels: they load after the worker has
@@ -84,8 +85,8 @@ def use_kernels_from(root: Path) -> None:
 
 
 class Bench:
-    """One case ready to time: its plain launch (a graph over the copies) and, per injected
-    variant, a launch of the same calls with the calibrated sleep captured after them."""
+    """One case ready to time: its plain launch (a graph over the copies) and, per variant (the
+    lab's, perfgate.variants), a launch of the same calls with the extra pass captured after them."""
 
     def __init__(self, launch: Any, calls: int, injected: dict[str, Any] | None = None) -> None:
         self.launch = launch
@@ -163,13 +164,11 @@ class Worker:
         return {"cases": out, "reducer_backend": _reducer_backend(self.submission)}
 
     def _prepare_one(self, name: str, work: Any, levels: list[float], cycles: dict) -> dict:
-        import torch
+        from perfgate.measure import ab_worker
+        from perfgate.measure.harness import batched_launch
 
-        from perfgate.measure import ab_worker, inject
-        from perfgate.measure.harness import batched_launch, check_all
-
+        named = {variant_name(lv): lv for lv in levels}
         if self.mode in ab_worker.WHOLE_CALL_MODES:
-            named = {variant_name(lv): lv for lv in levels}
             self.benches[name], info = ab_worker.prepare_whole_call(
                 work, named, self.flush, cycles, PLAIN
             )
@@ -178,44 +177,13 @@ class Worker:
         calls = work.calls
         info: dict[str, Any] = {"calls": len(calls), "launch": plain.kind, "note": plain.note}
         injected = {}
-        if levels:
-            replay = probe_median(plain.run, self.flush, calls=1, rounds=15)
-            info["plain_replay_s"] = replay
-            spc = inject.seconds_per_cycle(*inject.timing_points(self.flush))
-            info["seconds_per_cycle"] = spc
-            for level in levels:
-                reused = cycles.get(variant_name(level))
-                launch, calibration = self._calibrated(calls, plain, replay, spc, level, reused)
-                torch.cuda.synchronize()
-                check_all(launch.outputs, work.refs, work.check, f"{launch.kind} launch, {level:g}")
-                injected[variant_name(level)] = launch
-                n = calibration.cycles if calibration else reused
-                info[variant_name(level)] = ab_worker.describe(n, calibration) | {
-                    "launch": launch.kind
-                }
+        if named:  # the lab's injected levels (perfgate.variants)
+            unit = variants.Unit("graph", plain, work, self.flush,
+                                 lambda extra: build_launch(calls, extra))  # fmt: skip
+            injected, more = variants.prepare(unit, named, cycles)
+            info.update(more)
         self.benches[name] = Bench(plain, len(calls), injected)
         return info
-
-    def _calibrated(self, calls, plain, replay: float, spc: float, level: float, reused=None):
-        """The injected launch whose measured slowdown is ``level`` (inject.closed_loop): each
-        step captures the calls and a sleep of the step's cycles, and measures it against the
-        plain graph by interleaved replays. Only the kept step's graph stays alive."""
-        from perfgate.measure import ab_worker, inject
-
-        if reused is not None:  # an earlier worker's calibration of this case
-            cycles, _ = ab_worker.calibrated(level, replay, spc, lambda n: 0.0, reused)
-            return build_launch(calls, inject.DeviceSleep(cycles)), None
-        graphs: dict[int, Any] = {}
-
-        def measure(cycles: int) -> float:
-            graphs.clear()  # one injected graph alive at a time (the previous step's is dropped)
-            graphs[cycles] = build_launch(calls, inject.DeviceSleep(cycles))
-            return inject.true_size(plain.run, graphs[cycles].run, self.flush)
-
-        calibration = inject.closed_loop(level, replay, spc, measure)
-        if calibration.cycles not in graphs:
-            measure(calibration.cycles)  # the kept step was an earlier one: capture it again
-        return graphs[calibration.cycles], calibration
 
     def release(self) -> None:
         import gc

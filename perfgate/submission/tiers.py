@@ -43,7 +43,7 @@ from typing import Any
 from kernels.shapes import LEADERBOARD, TEST_SHAPES
 
 # gpu-mode/reference-kernels: the newest commit that changed problems/amd_202602/eval.py,
-# utils.py or mxfp4-mm/ (tools/gpumode_harness.py pins the files of the same commit)
+# utils.py or mxfp4-mm/ (lab/scripts/gpumode_harness.py pins the files of the same commit)
 HARNESS_COMMIT = "1f85fe4e781a97a467405270efb9de6ff1dc0c0f"
 
 # task.yml's cases, (M, N, K, seed): the shapes are kernels.shapes' (written down once there),

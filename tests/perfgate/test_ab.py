@@ -564,8 +564,7 @@ def test_a_revision_compared_with_itself_passes(tmp_path, monkeypatch, repo):
 
 def test_whole_call_mode_times_one_rotating_call_and_checks_it(monkeypatch):
     # leaderboard mode's bench on the CPU: every input set checked before timing, one call a
-    # round rotating over the sets, the last timed output checked after the block; a reused
-    # calibration is taken as given, a bad one refused
+    # round rotating over the sets, the last timed output checked after the block
     import torch
 
     from perfgate.measure import ab_worker
@@ -599,7 +598,3 @@ def test_whole_call_mode_times_one_rotating_call_and_checks_it(monkeypatch):
         bench.check()
     with pytest.raises(KeyError):
         bench.work("0.01")  # no such injected variant
-    assert ab_worker.calibrated(0.01, 1e-5, 1e-9, lambda n: 0.0, 1234) == (1234, None)
-    with pytest.raises(ValueError, match="must be an int >= 1"):
-        ab_worker.calibrated(0.01, 1e-5, 1e-9, lambda n: 0.0, 0)
-    assert ab_worker.describe(5, None)["reused"] is True

@@ -1,4 +1,5 @@
-"""perfgate's house rules, read from its source: no import circle, and thin commands on a library.
+"""perfgate's house rules, read from its source: no import circle, thin commands on a library,
+and nothing of the product (perfgate/, kernels/) importing the lab above it.
 
 Every import counts, the ones inside functions too (a lazy import hides a circle from Python,
 not from a reader). ``from perfgate.x import y`` is an edge to ``perfgate.x.y`` when that is a
@@ -161,6 +162,64 @@ def test_the_store_rule_catches_a_planted_import(tmp_path):
         "hunt/lines.py": "from perfgate.history import store",
     })  # fmt: skip
     assert store_to_hunt(import_edges(mods)) == [("perfgate.history.store", "perfgate.hunt.lines")]
+
+
+LAB = "lab"
+PRODUCT = ("perfgate", "kernels")
+
+
+def lab_imports(root: Path = ROOT) -> list[str]:
+    """``file:line`` of every import of the lab in the product's modules: ``import lab...``,
+    ``from lab... import``, and ``import_module``/``__import__`` of a literal ``lab...`` name.
+    The product reaches the lab only through the name ``PERFGATE_VARIANTS`` holds at run time
+    (perfgate/variants.py)."""
+
+    def is_lab(name: str) -> bool:
+        return name == LAB or name.startswith(f"{LAB}.")
+
+    found = []
+    for package in PRODUCT:
+        for path in sorted((root / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names: list[str] = []
+                if isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level:
+                    names = [node.module or ""]
+                elif isinstance(node, ast.Call) and node.args:
+                    func = node.func
+                    called = getattr(func, "attr", None) or getattr(func, "id", None)
+                    first = node.args[0]
+                    if called in ("import_module", "__import__") and isinstance(
+                        first, ast.Constant
+                    ):
+                        names = [str(first.value)]
+                if any(is_lab(n) for n in names):
+                    found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_the_product_imports_nothing_of_the_lab():
+    assert lab_imports() == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "import lab",
+        "from lab import inject",
+        "import lab.variants as v",
+        "def f():\n    from lab.experiment import main",
+        "import importlib\nimportlib.import_module('lab.variants')",
+        "__import__('lab')",
+    ],
+)
+def test_the_lab_rule_catches_planted_imports(tmp_path, text):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "ok.py").write_text("import labels\nfrom perfgate import lab_notes\n")
+    (tmp_path / "perfgate" / "sub").mkdir(parents=True)
+    (tmp_path / "perfgate" / "sub" / "bad.py").write_text(text + "\n")
+    assert lab_imports(tmp_path) == [f"perfgate/sub/bad.py:{text.count(chr(10)) + 1}"]
 
 
 def test_every_command_module_is_registered_and_thin():

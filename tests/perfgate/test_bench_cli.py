@@ -162,6 +162,8 @@ def fake_gpu(monkeypatch, tmp_path, make_result, gpu_like):
                 mode=mode,
                 **state["fingerprint"],
             )
+            for b in data["benchmarks"]:
+                b.setdefault("extra_info", {}).update(state.get("extra_info", {}))
             write_atomic(path, data)
         assert env["PERFGATE_REQUIRE_GPU"] == "1"
         return subprocess.CompletedProcess(cmd, state["rc"])
@@ -226,11 +228,29 @@ def test_update_refuses_to_drop_benchmarks_unless_asked(fake_gpu, capsys):
     assert main(["update-baselines", "-k", "leaderboard", "--allow-drop", *fake_gpu["dirs"]]) == 0
 
 
-def test_update_refuses_an_injected_slowdown(fake_gpu, monkeypatch):
-    monkeypatch.setenv("MXFP4_BENCH_INJECT_SLOWDOWN", "0.05")
+def test_update_refuses_a_run_with_variants(fake_gpu, monkeypatch, capsys):
+    monkeypatch.setenv("PERFGATE_VARIANTS", "lab.variants")
     assert main(["update-baselines", *fake_gpu["dirs"]]) == 2
+    assert capsys.readouterr().err == (
+        "perfgate update-baselines: error: PERFGATE_VARIANTS is set; an injected slowdown must "
+        "never become a baseline\n"
+    )
     assert fake_gpu["commands"] == []
     assert not (fake_gpu["tmp"] / "pb").exists()
+
+
+def test_update_refuses_results_that_record_an_injection(fake_gpu, capsys):
+    # results that say they were slowed on purpose, however they were made
+    fake_gpu["extra_info"] = {"injected_fraction_requested": 0.05, "injected_cycles": 1234}
+    assert main(["update-baselines", "-k", "leaderboard", *fake_gpu["dirs"]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("perfgate update-baselines: error: the run records an injection (")
+    assert "injected_fraction_requested = 0.05" in err
+    assert err.endswith("a baseline must time the kernels alone; baseline unchanged\n")
+    assert not (fake_gpu["tmp"] / "pb").exists()
+    fake_gpu["extra_info"] = {"injected_host_us": 0.0}  # host mode's record of no injection
+    assert main(["update-baselines", "-k", "leaderboard", *fake_gpu["dirs"]]) == 0
 
 
 def _fake_isa(monkeypatch, outcomes: dict[str, int] | None = None) -> list[list[str]]:

@@ -85,11 +85,6 @@ CASES = {
     "ab-unknown-rev": (["ab", "--base", "no-such-revision-xyz"], "names no commit"),
     "ab-ignored-option": (["ab", "--base", "HEAD", "--min-effect", "0.05"], "unrecognized arguments: --min-effect"),
     "ab-over-settings": (["ab", "--base", "HEAD", "--json", "pyproject.toml"], "--json pyproject.toml: is a tracked file or folder of the repository"),
-    "experiment-missing": (["experiment", "--reanalyse", "{d}/none.npz"], "--reanalyse {d}/none.npz: no such file"),
-    "experiment-no-arrays": (["experiment", "--reanalyse", "{empty}", "--out", "{d}/out"], "holds no samples"),
-    "experiment-not-npz": (["experiment", "--reanalyse", "{good}", "--out", "{d}/out"], "not an .npz archive"),
-    "experiment-out-file": (["experiment", "--reanalyse", "{empty}", "--out", "{taken}"], "--out {taken}: is a file, expected a directory"),
-    "experiment-runs": (["experiment", "--runs", "1"], "argument --runs: must be an int in [2, 100], got 1"),
     "host-proc": (["host", "--json", "/proc/x.json"], "--json /proc/x.json: cannot write in /proc"),
     "host-over-check": (["host", "--json", "{good}", "--check", "{good}"], "--json {good} is the input --check {good}"),
     "isa-proc": (["isa", "--target", "gfx950", "--json", "/proc/x.json"], "--json /proc/x.json: cannot write in /proc"),
@@ -279,9 +274,15 @@ def _history_subcommands() -> list[str]:
 def test_help_loads_no_heavy_library(command):
     # --help answers at once, also where torch is absent (the container launcher's host) or
     # slow to import (4 s on the H200): the commands import their heavy libraries when they run
+    assert heavy_after_help("perfgate.__main__", command) == "[]", command
+
+
+def heavy_after_help(cli: str, command: str) -> str:
+    """The heavy libraries (:data:`HEAVY`) loaded once ``cli``'s ``main`` answered
+    ``COMMAND --help``, in a fresh interpreter, as a printed list (also python -m lab's)."""
     probe = (
         "import sys\n"
-        "from perfgate.__main__ import main\n"
+        f"from {cli} import main\n"
         "try:\n"
         f"    main({[*command.split(), '--help']!r})\n"
         "except SystemExit:\n"
@@ -290,7 +291,7 @@ def test_help_loads_no_heavy_library(command):
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           cwd=Path(__file__).resolve().parents[2], check=True)  # fmt: skip
-    assert done.stdout.splitlines()[-1] == "[]", (command, done.stdout[-300:])
+    return done.stdout.splitlines()[-1]
 
 
 def test_the_ab_path_takes_its_modes_from_modes_py():
@@ -308,9 +309,8 @@ def test_the_ab_path_takes_its_modes_from_modes_py():
         settings.AB_MODES == culprits.AB_MODES == modes.AB_MODE_NAMES == ("device", "leaderboard")
     )
     assert ab_worker.WHOLE_CALL_MODES == modes.WHOLE_CALL_MODE_NAMES == ("leaderboard",)
-    for command in ("ab", "experiment"):
-        (action,) = [a for a in _commands()[command]._actions if "--mode" in a.option_strings]
-        assert tuple(action.choices) == modes.AB_MODE_NAMES, command
+    (action,) = [a for a in _commands()["ab"]._actions if "--mode" in a.option_strings]
+    assert tuple(action.choices) == modes.AB_MODE_NAMES  # the lab's experiment: tests/lab
     with pytest.raises(SystemExit):
         ab_process.main(["--kernels-root", ".", "--mode", "host"])
     names = set(modes.MODE_NAMES)

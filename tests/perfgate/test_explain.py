@@ -1,4 +1,4 @@
-"""perfgate explain on the CPU: a planted history (tools/explain_chain.py: one commit per cause,
+"""perfgate explain on the CPU: a planted history (tests/perfgate/planted_causes.py: one commit per cause,
 in a clean clone of the kernels), each revision's facts computed by its own child, each pair
 compared, and the planted cause ranked first; an unchanged pair explains nothing. The static
 compiles are gfx950's and sm90's (no GPU needed); the host census runs its counted, not run,
@@ -14,7 +14,7 @@ import pytest
 from perfgate.explain import explain as ex
 from perfgate.explain import ranking, revision, source_facts
 from perfgate.explain.device_split import SplitError, split_rounds
-from tools import explain_chain
+from tests.perfgate import planted_causes
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="the chain is git commits")
 SHAPE = (256, 3072, 1536)  # sm90's tuned entry: 64x256x128, split_k=2, 8 warps, 3 stages
@@ -27,9 +27,9 @@ def chain(tmp_path_factory):
     """The planted chain in a repository holding this tree's kernels/ (all the children import
     of a revision), every commit's facts computed once: by sha, so nothing hides a change."""
     tmp = tmp_path_factory.mktemp("explain")
-    src = explain_chain.kernels_repo(tmp / "src")
+    src = planted_causes.kernels_repo(tmp / "src")
     clone = tmp / "clone"
-    commits = explain_chain.make_chain(clone, SHAPE, src)
+    commits = planted_causes.make_chain(clone, SHAPE, src)
     sides = []
     from perfgate.revisions import worktree
 
@@ -56,12 +56,12 @@ def _explained(chain, cause: str) -> ex.BenchmarkExplanation:
     return ex.compare(BENCH, per_side, TARGETS, "sm90", source)
 
 
-@pytest.mark.parametrize("cause", [c for c, e in explain_chain.EXPECTED.items() if e])
+@pytest.mark.parametrize("cause", [c for c, e in planted_causes.EXPECTED.items() if e])
 def test_each_planted_cause_is_ranked_first(chain, cause):
     bx = _explained(chain, cause)
     assert bx.ranked, bx.notes
     first = bx.ranked[0]
-    assert (first.part, first.field) == explain_chain.EXPECTED[cause], [d.text for d in bx.ranked]
+    assert (first.part, first.field) == planted_causes.EXPECTED[cause], [d.text for d in bx.ranked]
     assert not bx.notes, bx.notes  # every fact was compared
 
 

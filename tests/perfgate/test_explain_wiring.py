@@ -1,16 +1,11 @@
 """The gates' "Why" section (perfgate/explain/wiring.py): ab, bench's stored gate and triage add
 the explanation of each flagged benchmark to their report, job summary and issue, within a time
 budget, never changing a verdict or an exit code; a failure is one line, never a traceback. The
-last test runs the planted triage chain of tools/triage_chain.py (bench and the A/B faked as in
-test_triage_chain.py, the explanation real) on a clone holding the kernels: the issue names the
-planted split-K change."""
+planted triage chain with the explanation real is the lab's (tests/lab/test_triage_chain.py)."""
 
 from __future__ import annotations
 
-import json
-import shutil
 import types
-from pathlib import Path
 
 import pytest
 
@@ -110,31 +105,3 @@ def test_the_budget_options_refuse_a_negative_budget(capsys):
         assert main([*argv, "--explain-budget-s", "-1"]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and "--explain-budget-s must be" in err[0], err
-
-
-# -- the planted triage chain, the explanation real -------------------------------------------
-@pytest.fixture
-def kernels_src(tmp_path):
-    """A repository holding this tree's kernels/ (what a revision's children import)."""
-    from tools import explain_chain
-
-    return explain_chain.kernels_repo(tmp_path / "src")
-
-
-@pytest.mark.skipif(shutil.which("git") is None, reason="the chain is git commits")
-def test_the_planted_triage_chains_issue_names_the_planted_cause(
-    kernels_src, tmp_path, monkeypatch, capsys
-):
-    from tests.perfgate.test_triage_chain import _fake_spawn
-    from tools import triage_chain
-
-    seen: list = []
-    _fake_spawn(monkeypatch, tmp_path, seen)  # its src fixture's place: tmp_path / "src"
-    out = tmp_path / "out"
-    assert triage_chain.main(["--out", str(out), "--timeout-s", "600"]) == 0
-    (issue,) = json.loads((out / "issues.json").read_text())
-    body = issue["body"]
-    why = body[body.index(wiring.HEADING) :]
-    assert "1. sm90 launch: config split_k 14 -> 1" in why, why
-    assert "test_leaderboard[m16-n2112-k7168]" in why
-    assert wiring.HEADING in Path(out / "triage.md").read_text()

@@ -11,7 +11,7 @@ import pytest
 from perfgate.__main__ import main
 from perfgate.history import config, detect, steps
 from perfgate.history.store import Row
-from tools.changepoint_compare import series as gpu_like_series
+from tests.perfgate.histories import series as gpu_like_series
 from tools.history_demo import fake_commit, write_history
 
 # the change-point search and the plots need the `history` extra; the GPU job's env has no use for it

@@ -25,7 +25,6 @@ OUTPUTS = {
     ("ab", "--results-dir"): ["--base", "HEAD"],
     ("ab", "--json"): ["--base", "HEAD"],
     ("ab", "--markdown"): ["--base", "HEAD"],
-    ("experiment", "--out"): ["--inject", "0.01"],
     ("host", "--json"): [],
     ("isa", "--json"): ["--target", "sm90"],
     ("history list", "--json"): [],
@@ -46,7 +45,7 @@ INPUTS = {
     ("bench", "--submission"), ("update-baselines", "--submission"), ("host", "--baselines-dir"),
     ("ab", "--base-submission"), ("ab", "--head-submission"), ("history add", "results"),
     ("triage", "reports"), ("triage", "--publish"), ("submission test", "file"),
-    ("isa", "--check"), ("experiment", "--reanalyse"), ("explain", "--repo"),
+    ("isa", "--check"), ("explain", "--repo"),
 }  # fmt: skip
 # the history store is read and extended in place: refused as a tracked file like an output
 STORES = {"--db"}

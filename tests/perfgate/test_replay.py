@@ -214,31 +214,6 @@ CASES = (
         "-1",
         env=NO_INTERPRETER,
     ),
-    # -- experiment: its refusals (no GPU); in/samples.npz holds the retired round-level design's
-    # samples, which it refuses naming the commit that reads them
-    one(
-        "experiment-round-level-samples",
-        "experiment",
-        "--reanalyse",
-        "in/samples.npz",
-        "--out",
-        "out",
-        "--inject",
-        "0.03,0.1",
-    ),
-    one(
-        "experiment-samples-missing", "experiment", "--reanalyse", "in/nothere.npz", "--out", "out"
-    ),
-    one(
-        "experiment-bad-levels",
-        "experiment",
-        "--reanalyse",
-        "in/samples.npz",
-        "--out",
-        "out",
-        "--inject",
-        "0.05,0.05",
-    ),
     # -- history: a store built, listed and searched for change points
     Case(
         "history-add-list-detect",
@@ -279,7 +254,6 @@ CASES = (
     one("usage-bench-bad-mode", "bench", "--mode", "bogus"),
     one("usage-update-baselines-bad-runs", "update-baselines", "--runs", "0"),
     one("usage-ab-no-base", "ab"),
-    one("usage-experiment-bad-runs", "experiment", "--runs", "1"),
     one("usage-host-unknown-option", "host", "--bogus"),
     one("usage-isa-no-target", "isa"),
     one("usage-isa-bad-target", "isa", "--target", "mi300"),

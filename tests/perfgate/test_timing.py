@@ -22,7 +22,6 @@ from perfgate.measure.clock import (
     quantize_seconds,
 )
 from perfgate.measure.flush import CacheFlush, flush_bytes, gate_flush, rotation_count
-from perfgate.measure.inject import INJECT_ENV, slowdown_fraction, solve_line
 from perfgate.measure.launch import Launch, median_per_call
 
 pytest_plugins = ["pytester"]
@@ -307,49 +306,6 @@ def test_rotation_count_rejects_bad_sizes():
         rotation_count(0, 2**20)
     with pytest.raises(ValueError, match="minimum"):
         rotation_count(1, 2**20, minimum=5, maximum=4)
-
-
-# -- injected slowdown ------------------------------------------------------------------------
-def test_solve_line_inverts_the_linear_cost_model():
-    # a unit costs 2 us + 1 s per 2**40 units; 2**20 and 2**26 units give exact dyadic times
-    a, b = 2e-6, 2.0**-40
-    small, large = (2**20, a + b * 2**20), (2**26, a + b * 2**26)
-    target = a + b * 40 * 4096 * 1024
-    assert solve_line(target, small, large) == 40 * 4096 * 1024
-
-
-def test_solve_line_never_goes_below_the_floor():
-    # asking for 1 us when the launch floor alone is 2 us: the minimum, not a negative size
-    assert solve_line(1e-6, (2**20, 3e-6), (2**26, 5e-6)) == 1
-    assert solve_line(1e-6, (2**20, 3e-6), (2**26, 5e-6), minimum=4096) == 4096
-
-
-@pytest.mark.parametrize(
-    "small, large, target",
-    [
-        ((2**26, 1e-5), (2**20, 2e-6), 1e-6),  # sizes in the wrong order
-        ((2**20, 5e-6), (2**26, 4e-6), 1e-6),  # a bigger copy that is faster: bad measurement
-        ((2**20, 2e-6), (2**26, 5e-6), 0.0),  # nothing to inject
-    ],
-)
-def test_solve_line_rejects_bad_measurements(small, large, target):
-    with pytest.raises(ValueError):
-        solve_line(target, small, large)
-
-
-@pytest.mark.parametrize(
-    "raw, expected",
-    [("", 0.0), ("0", 0.0), ("0.05", 0.05), (" 0.1 ", 0.1)],
-)
-def test_slowdown_fraction(raw, expected):
-    assert slowdown_fraction({INJECT_ENV: raw}) == expected
-    assert slowdown_fraction({}) == 0.0
-
-
-@pytest.mark.parametrize("raw", ["5%", "1", "-0.05", "nan"])
-def test_slowdown_fraction_rejects_nonsense(raw):
-    with pytest.raises(ValueError, match=INJECT_ENV):
-        slowdown_fraction({INJECT_ENV: raw})
 
 
 def test_each_mode_gets_the_flush_it_names(monkeypatch):

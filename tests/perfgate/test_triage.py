@@ -2,7 +2,7 @@
 hold each benchmark's level (tests/perfgate/planted.py), a history store with main's runs and
 their gate verdicts, the gate's real comparison report of the flagged run, fake A/B runners that
 decide by the planted levels, and the GitHub issues API served over HTTP by the local stand-in
-(tools/github_standin.py).
+(tests/perfgate/github_standin.py).
 
 Covered: one culprit for two benchmarks (one A/B groups them, one issue), two culprits (two
 issues), a culprit inside a merge, a rerun (the same issue updated and commented, never a
@@ -24,8 +24,8 @@ from perfgate.history import records, store
 from perfgate.hunt import culprits, github
 from perfgate.hunt import triage as tg
 from tests.perfgate.conftest import gpu_like, make_result
+from tests.perfgate.github_standin import Standin
 from tests.perfgate.planted import PlantedRepo, factory
-from tools.github_standin import Standin
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="plants git histories")
 
