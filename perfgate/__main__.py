@@ -65,10 +65,11 @@ def plain_text(doc: str) -> str:
 
 
 def build_parser(
-    prog: str = "perfgate", modules: tuple[str, ...] = _COMMAND_MODULES, description: str = __doc__
+    prog: str = "perfgate", modules: tuple[str, ...] | None = None, description: str = __doc__
 ) -> argparse.ArgumentParser:
-    """The CLI of ``modules`` (command modules, in --help's order); ``python -m lab`` builds its
-    own from its modules with the same machinery."""
+    """The CLI of ``modules`` (command modules, in --help's order; perfgate's by default, read
+    when called); ``python -m lab`` builds its own from its modules with the same machinery."""
+    modules = _COMMAND_MODULES if modules is None else modules
     parser = Parser(
         prog=prog,
         description=description.strip(),
@@ -102,7 +103,7 @@ def main(
     argv: list[str] | None = None,
     *,
     name: str = "perfgate",
-    modules: tuple[str, ...] = _COMMAND_MODULES,
+    modules: tuple[str, ...] | None = None,
     description: str = __doc__,
 ) -> int:
     try:
