@@ -14,8 +14,8 @@ from perfgate.gate import baseline as bl
 from perfgate.gate import compare
 from perfgate.gate.stats import Settings
 from perfgate.history import against, append, config, store
+from perfgate.history.demo import DEFAULT_SOURCE, make_run, write_history
 from perfgate.history.records import read_run
-from tools.history_demo import DEFAULT_SOURCE, make_run, write_history
 
 CFG = config.load()
 

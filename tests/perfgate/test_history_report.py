@@ -16,7 +16,7 @@ import pytest
 
 from perfgate.__main__ import main
 from perfgate.history import config, detect, plot, site, store
-from tools.history_demo import fake_commit, write_history
+from perfgate.history.demo import fake_commit, write_history
 
 # the change-point search and the plots need the `history` extra; the GPU job's env has no use for it
 ruptures = pytest.importorskip(

@@ -18,8 +18,8 @@ import pytest
 
 from perfgate.__main__ import main
 from perfgate.history import append, config, store
+from perfgate.history.demo import write_history
 from tests.perfgate.pgserver import PASSWORD, PASSWORD_ROLE, sql
-from tools.history_demo import write_history
 
 REPO = Path(__file__).resolve().parents[2]
 REAL = REPO / "perf_baselines" / "nvidia-h200" / "device.json"

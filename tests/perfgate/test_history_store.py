@@ -16,8 +16,8 @@ import pytest
 
 from perfgate.__main__ import main
 from perfgate.history import append, config, records, store
+from perfgate.history.demo import write_history
 from tests.perfgate.pgserver import sql
-from tools.history_demo import write_history
 
 REPO = Path(__file__).resolve().parents[2]
 H200 = REPO / "perf_baselines" / "nvidia-h200"
