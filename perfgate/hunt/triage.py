@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +54,7 @@ from perfgate.hunt.culprits import (
     pick_good,
     read_gate_report,
 )
+from perfgate.refusal import RunFailure
 
 
 # -- the whole triage -----------------------------------------------------------------------------
@@ -141,12 +141,11 @@ def triage(
             print(
                 f"{PROG}: no culprit for {tr.short(f.lead.benchmark)}: {f.note or f.result.message}"
             )
-    for problem in problems:
-        print(f"{PROG}: error: {problem}", file=sys.stderr)
     if req.summary is not None:
         atomic.write_text(req.summary, tr.summary(findings, ctx))
     if req.json_out is not None:
         atomic.write_json(req.json_out, tr.as_json(findings, ctx, code))
+    _fail_on(problems)
     return code
 
 
@@ -199,17 +198,22 @@ def publish(api: github.IssuesAPI | None, requests) -> tuple[dict, tuple[str, ..
 
 def publish_saved(path: Path, api: github.IssuesAPI, summary: Path | None = None) -> int:
     """``triage --publish``: open or update the issues of a triage made elsewhere with
-    --no-issues (the GPU container, which gets no token), from its --json; 0, or 2 when the
-    API failed (one line). ``summary``: the issues' lines as markdown."""
+    --no-issues (the GPU container, which gets no token), from its --json; 0, or a RunFailure
+    (one line, exit 2) when the API failed. ``summary``: the issues' lines as markdown."""
     requests = tr.issue_requests(path)  # TriageError for a file that is not a triage's JSON
     published, problems = publish(api, requests)
-    for problem in problems:
-        print(f"{PROG}: error: {problem}", file=sys.stderr)
     if not requests:
         print(f"{PROG}: {path} names no culprit: no issue to open")
     if summary is not None:
         atomic.write_text(summary, tr.issues_markdown(requests, published, problems))
-    return 2 if problems else 0
+    _fail_on(problems)
+    return 0
+
+
+def _fail_on(problems: tuple[str, ...]) -> None:
+    """An API failure, once everything else is written: one line and exit 2 (``main``)."""
+    if problems:
+        raise RunFailure(problems[0], code=2)
 
 
 def run_url(env=os.environ) -> str | None:

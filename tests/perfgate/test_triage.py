@@ -23,6 +23,7 @@ from perfgate.gate import compare
 from perfgate.history import records, store
 from perfgate.hunt import culprits, github
 from perfgate.hunt import triage as tg
+from perfgate.refusal import RunFailure
 from tests.perfgate.conftest import gpu_like, make_result
 from tests.perfgate.github_standin import Standin
 from tests.perfgate.planted import PlantedRepo, factory
@@ -272,11 +273,12 @@ def test_the_api_failing_is_one_line_and_exit_2_after_the_summary(tmp_path, stan
     w = World(tmp_path, slow={A: "c3"})
     w.main_run(w.c["c1"], "pass", 1)
     standin.fail_with = 502
-    assert w.triage(w.gate_report(flagged=(A,)), _api(standin)) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert err.startswith(
-        f"perfgate triage: error: GitHub API GET /repos/{REPO_NAME}/issues: HTTP 502 Bad Gateway: "
+    # main prints a RunFailure as one line, exit with its code (tests/perfgate/test_refusal.py)
+    with pytest.raises(RunFailure) as failed:
+        w.triage(w.gate_report(flagged=(A,)), _api(standin))
+    assert failed.value.code == 2 and capsys.readouterr().err == ""
+    assert str(failed.value).startswith(
+        f"GitHub API GET /repos/{REPO_NAME}/issues: HTTP 502 Bad Gateway: "
         "stand-in failure: the issue of"
     )
     assert "GitHub API GET" in (tmp_path / "summary.md").read_text()
@@ -284,11 +286,11 @@ def test_the_api_failing_is_one_line_and_exit_2_after_the_summary(tmp_path, stan
     assert answer["exit_code"] == 2 and answer["findings"][0]["culprit"] == w.c["c3"]
     standin.fail_with = None
     bad_token = github.IssuesAPI(standin.url, REPO_NAME, "wrong")
-    assert w.triage(w.gate_report(flagged=(A,)), bad_token) == 2
-    assert "HTTP 401 Unauthorized: Bad credentials" in capsys.readouterr().err
+    with pytest.raises(RunFailure, match="HTTP 401 Unauthorized: Bad credentials"):
+        w.triage(w.gate_report(flagged=(A,)), bad_token)
     closed = github.IssuesAPI("http://127.0.0.1:9", REPO_NAME, "t0ken")  # nothing listens
-    assert w.triage(w.gate_report(flagged=(A,)), closed) == 2
-    assert "cannot reach http://127.0.0.1:9" in capsys.readouterr().err
+    with pytest.raises(RunFailure, match=r"cannot reach http://127\.0\.0\.1:9"):
+        w.triage(w.gate_report(flagged=(A,)), closed)
 
 
 def test_the_step_limit_stops_it_and_says_so(tmp_path, standin, capsys):
