@@ -29,9 +29,16 @@ import json
 import sys
 from pathlib import Path
 
+from lab import process_experiment as pe
 from lab.process_experiment import DEFAULT_LEVELS, INJECTIONS, ExperimentError, parse_levels
-from perfgate import catalog
+from perfgate import atomic, catalog
 from perfgate.commands import base
+from perfgate.gate import settings
+from perfgate.gate.compare import check_outputs
+from perfgate.gate.settings import Key
+from perfgate.measure import fingerprint
+from perfgate.measure.ab import PrepareError, check_mode_options, default_groups
+from perfgate.measure.interleave import WorkerError
 from perfgate.modes import AB_MODE_NAMES
 
 
@@ -47,8 +54,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _options(parser: argparse.ArgumentParser) -> None:
-    from perfgate.gate import settings
-
     parser.add_argument(
         "--inject",
         default=",".join(f"{x:g}" for x in DEFAULT_LEVELS),
@@ -118,8 +123,6 @@ def _options(parser: argparse.ArgumentParser) -> None:
 
 
 def _keys():
-    from perfgate.gate.settings import Key
-
     return (
         Key("experiment.runs", int, 2, 100, "verdicts", "experiment"),
         # a week: the longest lease anyone measures for
@@ -137,11 +140,7 @@ def _meta_path(samples: Path) -> Path:
 def _run(args: argparse.Namespace) -> int:
     """Measure verdicts, or judge the samples of earlier runs. Unusable input rises as a
     Refusal, answered by main (one line, exit 2)."""
-    from lab import process_experiment as pe
-    from perfgate import atomic
     from perfgate.gate import process_ab, settings
-    from perfgate.gate.compare import check_outputs
-    from perfgate.measure.ab import check_mode_options, default_groups
 
     out = args.out
     gate = settings.from_args(args)
@@ -190,8 +189,6 @@ def _run(args: argparse.Namespace) -> int:
     else:
         if not base.gpu_available():
             return base.no_gpu("experiment", prog="lab")
-        from perfgate.measure.ab import PrepareError
-        from perfgate.measure.interleave import WorkerError
 
         meta["device"] = _device()
         try:
@@ -225,8 +222,6 @@ def _library_input(check, *args, **kwargs):
 
 
 def _device() -> str:
-    from perfgate.measure import fingerprint
-
     fp = fingerprint.collect()
     return f"{fp['gpu_name']} ({fp['device_key']}), torch {fp['torch']}, triton {fp['triton']}"
 

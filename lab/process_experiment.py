@@ -22,15 +22,21 @@ that decided it), so every row is the gate's own behaviour.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import re
 import time
+import zipfile
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from perfgate import atomic
+from perfgate.gate.paths import REPO
+from perfgate.measure import interleave
+from perfgate.measure.ab import SideSpec, WorkerPool, measure_look, next_wave
 from perfgate.measure.worker import PLAIN, variant_name
 from perfgate.refusal import Refusal
 from perfgate.variants import VARIANTS_ENV
@@ -343,9 +349,6 @@ def run_verdict(
 ) -> list[VerdictTrial]:
     """One verdict: fresh A and B workers at every look, the pending benchmarks of any level
     measured, each level judged as the gate would judge it alone."""
-    from perfgate.gate.paths import REPO
-    from perfgate.measure.ab import SideSpec, WorkerPool, measure_look, next_wave
-
     injected = tuple(variant_name(lv) for lv in levels)
     variants = [PLAIN, *injected]
     a = SideSpec("A", REPO)
@@ -396,10 +399,6 @@ def run_verdict(
 def measure(args, selected, levels, design, injection: str, meta: dict, out: Path, mode: str):
     """Verdicts until ``--runs`` or the budget; samples and meta written after every verdict,
     so that a run cut short keeps what it measured."""
-    import json
-
-    from perfgate import atomic
-    from perfgate.measure import interleave
 
     def start(spec, i: int):
         return interleave.SideProcess(f"{spec.label}{i + 1}", spec.root, spec.env, mode=mode)
@@ -441,11 +440,7 @@ _ROUND_KEY = re.compile(r"s\d+\|[^|]+\|t\d+\|(A\|plain|B\|[^|]+)")
 def save(path: Path, trials: list[VerdictTrial]) -> None:
     """Every process's rounds as one ``.npz`` (``p|v<verdict>|<case>|<side><i>|l<look>|<variant>``),
     written atomically."""
-    import io
-
     import numpy as np
-
-    from perfgate import atomic
 
     arrays = {}
     for t in trials:
@@ -515,8 +510,6 @@ def from_arrays(arrays: dict[str, Any], where: str, offset: int = 0) -> list[Ver
 def load(paths: list[Path]) -> tuple[list[VerdictTrial], list[dict]]:
     """The trials of several samples files (their verdicts numbered apart) and each file's
     meta.json; ExperimentError naming the file for one that is not a process-level samples file."""
-    import zipfile
-
     import numpy as np
 
     trials: list[VerdictTrial] = []

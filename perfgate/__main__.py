@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import importlib.metadata
 import re
 import signal
 import sys
@@ -165,8 +166,6 @@ def _optional(exc: ModuleNotFoundError) -> bool:
 def extra_for(module: str) -> str | None:
     """The extra of pyproject's ``[project.optional-dependencies]`` that installs ``module``, as
     the installed checkout's metadata lists it; None where it is not installed or lists none."""
-    import importlib.metadata
-
     try:
         requires = importlib.metadata.requires(DISTRIBUTION) or []
     except importlib.metadata.PackageNotFoundError:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from kernels.shapes import GRID, GRID_M, GRID_NK, LEADERBOARD, GemmShape
+from perfgate.modes import times_group
 from perfgate.refusal import Refusal
 
 # kernels.configs and kernels.device import torch: they load when the reducer cases are first
@@ -160,8 +161,6 @@ def cases(
 ) -> list[dict]:
     """The worker cases of ``groups`` (those ``mode`` times), named as the pytest benchmarks are;
     ``keyword`` keeps the names containing it; GroupsError for an unknown group."""
-    from perfgate.modes import times_group
-
     timed = tuple(name for name in GROUPS if times_group(mode, name))
     unknown = [g for g in groups if g not in timed]
     if unknown or not groups:

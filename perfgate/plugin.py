@@ -47,7 +47,8 @@ import pytest
 from perfgate import modes, variants
 from perfgate.catalog import GemmShape, ReducerCase, gemm_set_bytes, reducer_set_bytes
 from perfgate.gate.paths import SCHEMA
-from perfgate.gate.settings import MAX_LOOK_ROUNDS
+from perfgate.gate.settings import MAX_LOOK_ROUNDS, defaults
+from perfgate.measure import fingerprint, host_timer
 from perfgate.measure.clock import Timed, device_clock, measure
 from perfgate.measure.flush import for_mode, rotation_count
 from perfgate.measure.harness import Work, batched_launch, prepare
@@ -103,8 +104,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _default_rounds(mode: str) -> int:
     """Measured rounds per benchmark when ``--perfgate-rounds`` is not given: the mode's
     ``[tool.perfgate.rounds]`` entry in pyproject.toml, the one home of gate settings."""
-    from perfgate.gate.settings import defaults
-
     return defaults().rounds[mode]
 
 
@@ -123,7 +122,6 @@ class Settings:
     ) -> Settings:
         """Raises ValueError for an unknown mode, fewer than 2 rounds or a negative warm-up."""
         chosen = modes.get(mode)
-        from perfgate.gate.settings import defaults
 
         # fewer rounds than the gate's min_samples could never be judged (compare: exit 2)
         minimum = defaults().stats.min_samples
@@ -265,8 +263,6 @@ def machine_info_block(mode: str, fingerprint: dict, submission: dict | None = N
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
-    from perfgate.measure import fingerprint
-
     submission = submission_of(config)
     machine_info["perfgate"] = machine_info_block(
         config.getoption("--perfgate-mode"),
@@ -416,8 +412,6 @@ class Harness:
         """Host mode: batches of back-to-back calls over the reference path, the GPU idle."""
         import torch
 
-        from perfgate.measure import host_timer
-
         for i, (args, ref) in enumerate(zip(work.arg_sets, work.refs, strict=True)):
             work.check(work.fn(*args), ref, f"input set {i}")
         delay = host_timer.host_delay_seconds()
@@ -446,8 +440,6 @@ class Harness:
     def finish(
         self, benchmark: Any, target: Any, setup: Callable, teardown: Callable | None = None
     ) -> None:
-        from perfgate.measure import fingerprint
-
         benchmark.extra_info.update(
             flush_bytes=self.flush.nbytes,
             rounds=self.settings.rounds,

@@ -24,6 +24,7 @@ never as its negative return code (which ``max(rc, ...)`` reads as a pass).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -113,8 +114,6 @@ def init_worker(parent: int) -> None:
 
 
 def _prctl() -> Callable[..., int]:
-    import ctypes
-
     return ctypes.CDLL(None, use_errno=True).prctl
 
 

@@ -22,13 +22,17 @@ from pathlib import Path
 
 import numpy as np
 
+from perfgate.commands import base
+from perfgate.gate.paths import REPO
+from perfgate.measure import interleave
+from perfgate.measure.interleave import WorkerError
+from perfgate.measure.worker import PLAIN
+
 WARMUP_ROUNDS = 20
 
 
 def _prepare(workers, case: dict) -> None:
     """Send the prepare to every worker, then read every answer (they prepare at once)."""
-    from perfgate.measure.interleave import WorkerError
-
     request = json.dumps({"op": "prepare", "cases": [case], "levels": []}) + "\n"
     for w in workers:
         w.proc.stdin.write(request)
@@ -41,9 +45,6 @@ def _prepare(workers, case: dict) -> None:
 
 def measure(workers: int, rounds: int, out: Path) -> dict:
     from perfgate import catalog
-    from perfgate.gate.paths import REPO
-    from perfgate.measure import interleave
-    from perfgate.measure.worker import PLAIN
 
     cases = catalog.cases(("leaderboard", "reducer"), None)
     timings: dict = {"prepare_alone": {}, "prepare_together": {}, "rounds": {}}
@@ -158,7 +159,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.workers < 2 or args.rounds < 10:
         print("ab_process_probe: error: need --workers >= 2 and --rounds >= 10", file=sys.stderr)
         return 2
-    from perfgate.commands import base
 
     if not base.gpu_available():
         return base.no_gpu("ab_process_probe")

@@ -31,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from perfgate import spawn
 from tests.perfgate.history_clone import REPO, CloneError, clean_clone, commit
 
 CONFIGS = Path("kernels/_configs_nvidia.py")
@@ -169,8 +170,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     def run(clone: Path, commits: list[str], out: Path) -> int:
-        from perfgate import spawn
-
         cmd = bisect_command(commits, args.shape, out)
         print(
             f"lab.scripts.bisect_chain: chain {' '.join(c[:12] for c in commits)}; {' '.join(cmd[1:])}"

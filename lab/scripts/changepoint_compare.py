@@ -16,6 +16,7 @@ docs/history.md holds the figures.
 from __future__ import annotations
 
 import argparse
+import math
 import time
 
 import numpy as np
@@ -27,8 +28,6 @@ SIZES = (0.02, 0.03, 0.05, 0.10)
 
 
 def pelt(x, sigma, settings):
-    import math
-
     import ruptures
 
     algo = ruptures.Pelt(model="l2", min_size=settings.min_size, jump=1)

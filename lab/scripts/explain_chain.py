@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from lab.scripts.bisect_chain import chain_parser, on_chain, shape_id
+from perfgate import spawn
 from tests.perfgate.planted_causes import EXPECTED, make_chain  # the tests' planted chain
 
 
@@ -75,8 +76,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _explain_all(clone: Path, commits, shape, out: Path, args) -> int:
-    from perfgate import spawn
-
     results = []
     wanted = set(args.causes.split(","))
     for (_, base), (cause, head) in itertools.pairwise(commits):

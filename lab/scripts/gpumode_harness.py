@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import math
 import os
 import shutil
@@ -38,6 +39,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from perfgate import atomic, spawn
+from perfgate.submission.load import SubmissionError, check_path
 from perfgate.submission.tiers import BENCHMARK_CASES, HARNESS_COMMIT
 
 REPO = Path(__file__).resolve().parents[2]  # lab/scripts/ -> the checkout
@@ -94,8 +97,6 @@ def _from_url(url: str) -> bytes:
 
 
 def _from_git(git_dir: Path, commit: str, path: str) -> bytes:
-    from perfgate import spawn
-
     done = spawn.run(["git", f"--git-dir={git_dir}", "show", f"{commit}:{path}"],
                      capture_output=True, timeout=60)  # fmt: skip
     if done.returncode != 0:
@@ -114,8 +115,6 @@ def fetch(
 ) -> Path:
     """The pinned files into ``dest`` (created), each checked before it is written atomically;
     HarnessError naming the first file that cannot be had or does not match its pin."""
-    from perfgate import atomic
-
     blobs = {}
     for name, (path, _) in pins.items():
         if from_git is not None:
@@ -189,8 +188,6 @@ def run_eval(work: Path, *, mode: str = "leaderboard", timeout_s: float = 900.0)
     """``python eval.py MODE tests.txt`` in ``work``, the checkout on PYTHONPATH (the stand-in
     imports it), POPCORN_FD on a file; its POPCORN lines. HarnessError when it exits non-zero
     without writing a verdict."""
-    from perfgate import spawn
-
     out_path = work / "popcorn.txt"
     fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     env = dict(os.environ, POPCORN_FD=str(fd),
@@ -218,8 +215,6 @@ def perfgate_command(submission: Path, results: Path, baselines: Path) -> list[s
 
 def perfgate_medians(results_json: Path) -> dict[tuple[int, int, int], float]:
     """(M, N, K) -> median ns of a leaderboard-mode results file."""
-    import json
-
     data = json.loads(results_json.read_text())
     out = {}
     for bench in data["benchmarks"]:
@@ -229,8 +224,6 @@ def perfgate_medians(results_json: Path) -> dict[tuple[int, int, int], float]:
 
 
 def run_perfgate(submission: Path, tmp: Path) -> dict[tuple[int, int, int], float]:
-    from perfgate import spawn
-
     results, baselines = tmp / "perfgate-results", tmp / "no-baselines"
     baselines.mkdir()
     cmd = perfgate_command(submission, results, baselines)
@@ -316,9 +309,6 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from perfgate import atomic
-    from perfgate.submission.load import SubmissionError, check_path
-
     try:
         submission = check_path(args.file)
     except SubmissionError as exc:

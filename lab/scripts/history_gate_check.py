@@ -36,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from perfgate import spawn
 from tests.perfgate.history_clone import CloneError, clean_clone, is_clean
 
 DEFAULT_K = "m16-n2112 or m4-n2880 or m64-n7168"  # 3 GEMMs and 2 reducers, the 3.5 µs one too
@@ -144,8 +145,6 @@ def markdown(summary: dict) -> str:
 def run_steps(
     clone: Path, out: Path, steps, budget_s: float
 ) -> tuple[list[dict], list[str], float]:
-    from perfgate import spawn
-
     done, skipped, gpu_s = [], [], 0.0
     (out / "logs").mkdir(parents=True, exist_ok=True)
     for name, cmd, gpu in steps:

@@ -17,10 +17,16 @@ Every output is checked against the reference first. Not the code under test: a 
 from __future__ import annotations
 
 import argparse
+import importlib
+import importlib.util
 import statistics
 import sys
 from collections.abc import Callable
 from typing import Any
+
+from perfgate import atomic
+from perfgate.measure.clock import DeviceClock
+from perfgate.measure.host_timer import HostTimed
 
 BATCHES = 60
 
@@ -30,9 +36,6 @@ def host_us_per_call(
 ) -> float:
     """Median over ``batches`` of the host µs per call of a back-to-back batch."""
     import torch
-
-    from perfgate.measure.clock import DeviceClock
-    from perfgate.measure.host_timer import HostTimed
 
     clock = DeviceClock()
     timed = HostTimed(work, arg_sets, clock=clock)
@@ -57,9 +60,6 @@ def _unbound(data: tuple) -> Any:
 def _before() -> Callable[..., Any] | None:
     """``custom_kernel`` of the launcher before the launch cache, when a checkout placed it at
     ``kernels/_gemm_before.py`` (``git show e32dfe4:kernels/gemm.py``): measured in the same run."""
-    import importlib
-    import importlib.util
-
     if importlib.util.find_spec("kernels._gemm_before") is None:
         return None
     return importlib.import_module("kernels._gemm_before").custom_kernel
@@ -162,7 +162,6 @@ def main(argv: list[str] | None = None) -> int:
         "--breakdown", action="store_true", help="also time each step of a bound call, per shape"
     )
     args = parser.parse_args(argv)
-    from perfgate import atomic
 
     try:  # before minutes of GPU time
         atomic.check_outputs({"--json": args.json_out})

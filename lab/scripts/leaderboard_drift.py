@@ -42,6 +42,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate import atomic
+from perfgate.measure import fingerprint
+from perfgate.measure.clock import DeviceClock, Timed
+from perfgate.measure.flush import leaderboard_flush, rotation_count
+from perfgate.submission.load import SubmissionError, load
+
 PROG = "lab.scripts.leaderboard_drift"
 SETTLE = 3  # samples at the start of a block, reported apart
 HARNESS_FILL = (16000, 1024, 1024)  # fp32: eval.py's clear_l2_cache_large
@@ -140,8 +146,6 @@ def shape_table(shape_id: str, stats: dict[str, dict], afters: dict[str, list]) 
 # -- the GPU side ---------------------------------------------------------------------------------
 def _time_call(fn: Callable[[], Any]) -> tuple[Any, float]:
     """perfgate's Timed: events around the call, then a synchronize; (result, ns)."""
-    from perfgate.measure.clock import DeviceClock, Timed
-
     clock = DeviceClock()
     timed = Timed(fn, clock=clock)
     out = timed()
@@ -154,7 +158,6 @@ def _variants(shape, submission) -> list[Variant]:
     from kernels.device import device_info
     from kernels.reference import generate_input, reference_gemm
     from perfgate.catalog import gemm_set_bytes
-    from perfgate.measure.flush import leaderboard_flush, rotation_count
     from perfgate.measure.harness import check_gemm, prepare
 
     info = device_info()
@@ -235,9 +238,6 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from kernels.shapes import LEADERBOARD
-    from perfgate import atomic
-    from perfgate.measure import fingerprint
-    from perfgate.submission.load import SubmissionError, load
 
     if args.block <= SETTLE:
         parser.error(f"--block must exceed {SETTLE}")

@@ -33,6 +33,9 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import atomic, spawn
+from perfgate.gate.baseline import run_spread
+from perfgate.measure.flush import leaderboard_flush, rotation_count
+from perfgate.measure.launch import probe_median
 
 REPO = Path(__file__).resolve().parents[2]  # lab/scripts/ -> the checkout
 SPACER_MAX_MIB = 1024
@@ -48,8 +51,6 @@ def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
       (their spread), ``residual`` (their spread once each level is divided by 1 + its process's
       factor) and ``within`` (the median over processes of the spread of one process's epoch
       medians; None with one epoch)."""
-    from perfgate.gate.baseline import run_spread
-
     table: dict[str, dict[int, list[float]]] = {}
     for row in rows:
         table.setdefault(row["shape"], {}).setdefault(row["process"], []).append(row["median"])
@@ -83,8 +84,6 @@ def measure(process: int, epochs: int, rounds: int, replace: bool) -> list[dict[
     from kernels.device import device_info
     from kernels.gemm import custom_kernel
     from perfgate.catalog import LEADERBOARD, gemm_set_bytes
-    from perfgate.measure.flush import leaderboard_flush, rotation_count
-    from perfgate.measure.launch import probe_median
     from perfgate.plugin import check_gemm, gemm_inputs
 
     info, device = device_info(), torch.device("cuda")

@@ -25,6 +25,8 @@ import re
 import sys
 from pathlib import Path
 
+from perfgate import atomic
+
 DEFAULT_SHAPE = (16, 2112, 7168)
 DEFAULT_CONFIG = "GemmConfig(16, 128, 128, num_stages=3)"
 NAME = re.compile(r"_mxfp4_submission_([0-9a-f]{16})")
@@ -103,7 +105,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shape", type=parse_shape, default=DEFAULT_SHAPE, help="MxNxK")
     parser.add_argument("--config", default=DEFAULT_CONFIG, help="the entry's new GemmConfig")
     args = parser.parse_args(argv)
-    from perfgate import atomic
 
     try:
         if args.output.resolve() == args.input.resolve():

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 from lab.scripts.bisect_chain import chain_parser, on_chain, shape_id
+from perfgate import spawn
 from tests.perfgate.github_standin import Standin
 from tests.perfgate.history_clone import git
 
@@ -115,8 +116,6 @@ def markdown(summary: dict, shape) -> str:
 
 def _step(cmd: list[str], cwd: Path, log: Path, deadline: float, env=None) -> int:
     """Run one step (its output to ``log``) until ``deadline``; 124 when it ran out of time."""
-    from perfgate import spawn
-
     print(f"lab.scripts.triage_chain: {' '.join(cmd[1:])}", flush=True)
     with log.open("w", encoding="utf-8") as f:
         try:

@@ -33,13 +33,19 @@ reducer group left out (docs/submission.md).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shutil
 from pathlib import Path
 
-from perfgate import catalog
+from perfgate import atomic, catalog
 from perfgate.commands import base
-from perfgate.gate import paths
+from perfgate.explain import wiring as explain
+from perfgate.gate import paths, settings
+from perfgate.gate.compare import check_outputs as check_reports
+from perfgate.gate.verdict import REGRESSION
 from perfgate.history import wiring as history
+from perfgate.measure import ab, fingerprint
+from perfgate.measure.ab import check_mode_options, default_groups
 from perfgate.modes import AB_MODE_NAMES
 from perfgate.refusal import Refusal
 from perfgate.revisions import DEFAULT_GROUPS as DEFAULT_GROUPS  # ab's default, for callers
@@ -52,9 +58,7 @@ GROUPS = tuple(name for name in catalog.GROUPS if name != "host")  # what device
 def report(
     args, gate, decisions, store, infos, base_sha: str, head_sha: str | None, labels=None
 ) -> int:
-    from perfgate import atomic
     from perfgate.gate import ab_report, compare, process_ab
-    from perfgate.measure import fingerprint
 
     fp = fingerprint.collect()
     mode = getattr(args, "mode", "device")
@@ -98,11 +102,6 @@ def report(
 
 def _explained(args, rep, base_sha: str, head_sha: str | None):
     """``rep`` with the "Why" section of its flagged benchmarks (perfgate.explain.wiring)."""
-    import dataclasses
-
-    from perfgate.explain import wiring as explain
-    from perfgate.gate.verdict import REGRESSION
-
     flagged = [r.name for r in rep.rows if r.verdict == REGRESSION]
     if not flagged or not hasattr(args, "explain_budget_s"):  # a caller that asks for none
         return rep
@@ -113,9 +112,6 @@ def _explained(args, rep, base_sha: str, head_sha: str | None):
 def check_outputs(args: argparse.Namespace, inputs: dict) -> None:
     """What ab writes passes perfgate's output rule: --results-dir a directory outside the
     project's files, and no report over an input or the settings file (OutputError)."""
-    from perfgate import atomic
-    from perfgate.gate.compare import check_outputs as check_reports
-
     atomic.check_output_dirs({"--results-dir": args.results_dir})
     check_reports(outputs(args), inputs)
 
@@ -182,23 +178,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="OUT",
         help="write the report as GitHub markdown (default: RESULTS/ab.md)",
     )
-    from perfgate.gate import settings
 
     # the process-level A/B of each mode ([tool.perfgate.ab_<mode>]), at alpha
     settings.add_options(parser, settings.AB, only=("alpha", "inconclusive_exit"))
     history.add_options(parser)
-    from perfgate.explain import wiring as explain
 
     explain.add_options(parser)
     parser.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from perfgate.gate import settings
-
     submission_sides.check_options(args)
     gate = settings.from_args(args)
-    from perfgate.explain import wiring as explain
 
     explain.check(args)
     if submission_sides.given(args):
@@ -206,7 +197,6 @@ def _run(args: argparse.Namespace) -> int:
     if shutil.which("git") is None:
         raise Refusal("git is not on PATH (the base is a git worktree)")
     check_outputs(args, {})
-    from perfgate.measure.ab import check_mode_options, default_groups
 
     check_mode_options(settings.overrides_from(args), args.mode)
     args.groups = args.groups or default_groups(args.mode)
@@ -221,8 +211,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _measure(args: argparse.Namespace, gate) -> int:
-    from perfgate.measure import ab
-
     base_sha = resolve(args.base)
     head_sha = resolve(args.head) if args.head else None
     mode = getattr(args, "mode", "device")
@@ -235,9 +223,6 @@ def _measure(args: argparse.Namespace, gate) -> int:
 
 
 def _submissions(args: argparse.Namespace, gate) -> int:
-    from perfgate.gate import settings
-    from perfgate.measure import ab
-
     files = submission_sides.check_files(args)
     check_outputs(args, {"--base-submission": files["base"],
                          "--head-submission": files["head"]})  # fmt: skip

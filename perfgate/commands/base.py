@@ -6,6 +6,7 @@ its own: a command raises a perfgate.refusal.Refusal (or RunFailure) and ``__mai
 
 from __future__ import annotations
 
+from perfgate import flags
 from perfgate.refusal import Refusal
 
 
@@ -17,8 +18,6 @@ def gpu_available() -> bool:
 
 def gpu_required() -> bool:
     """``PERFGATE_REQUIRE_GPU`` on (perfgate.flags): a GPU job, where no GPU is an error."""
-    from perfgate import flags
-
     return flags.flag("PERFGATE_REQUIRE_GPU")
 
 

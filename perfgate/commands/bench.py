@@ -19,14 +19,20 @@ groups; the production grid is ``slow`` (``-m slow`` or ``-k grid`` selects it).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from perfgate import atomic, spawn
 from perfgate.commands import base
-from perfgate.gate import device, paths
+from perfgate.explain import wiring as explain
+from perfgate.gate import baseline as bl
+from perfgate.gate import compare, device, paths, settings
+from perfgate.gate.compare import compare_files
+from perfgate.gate.verdict import REGRESSION
 from perfgate.history import verdicts
 from perfgate.history import wiring as history
 from perfgate.measure import session
@@ -49,7 +55,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="exit 0 (with a warning) instead of 2 when this device has no baseline yet",
     )
     history.add_options(bench, against=True)
-    from perfgate.explain import wiring as explain
 
     explain.add_options(bench)
     bench.set_defaults(func=bench_command)
@@ -71,7 +76,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="allow a new baseline that lacks benchmarks of the old one (a narrower selection)",
     )
-    from perfgate.gate import settings
 
     runs = settings.key("baseline_runs")
     update.add_argument(
@@ -131,7 +135,6 @@ def _common_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ())
         default=paths.DEFAULT_BASELINES,
         help="root of the per-device baselines (default: perf_baselines in the repository)",
     )
-    from perfgate.gate import settings
 
     settings.add_options(parser, settings.STATS, settings.ROUNDS, settings.PROCESSES, skip=skip)
     submission.add_option(parser)
@@ -145,8 +148,6 @@ def _common_options(parser: argparse.ArgumentParser, skip: tuple[str, ...] = ())
 
 def _gate_settings(command: str, args: argparse.Namespace):
     """[tool.perfgate] with this command line's overrides; a Refusal when they are unusable."""
-    from perfgate.gate import settings
-
     paths.stem(MODE_NAMES[0], getattr(args, "tag", None))
     check_dirs(args, command)
     history.check(args)
@@ -158,8 +159,6 @@ def check_dirs(args: argparse.Namespace, command: str = "bench") -> None:
     would then be a baseline, overwritten by every run) nor among the project's files; the
     baselines update-baselines writes go under --baselines-dir alone: OutputError, one line,
     otherwise."""
-    from perfgate import atomic
-
     results, baselines = Path(args.results_dir), Path(args.baselines_dir)
     atomic.check_output_dirs({"--results-dir": results})
     atomic.check_outputs({"--results-dir": results / f"{paths.stem(MODE_NAMES[0], args.tag)}.md"})
@@ -177,7 +176,6 @@ def check_dirs(args: argparse.Namespace, command: str = "bench") -> None:
 def bench_command(args: argparse.Namespace) -> int:
     timing = submission.configure(args)
     gate = _gate_settings("bench", args)
-    from perfgate.explain import wiring as explain
 
     explain.check(args)
     if not base.gpu_available():
@@ -204,9 +202,6 @@ def _bench_mode(mode: str, args: argparse.Namespace, gate) -> int:
 
 def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path):
     """The gate's exit code and its verdict for the history (None: no comparison was made)."""
-    from perfgate.gate import baseline as bl
-    from perfgate.gate import compare
-
     out = paths.result_paths(args.results_dir, mode, args.tag)
     base = paths.baseline_path(args.baselines_dir, bl.device_key(data), mode, args.tag)
     base, gate = history.judged_against(args, data, json_path, base, gate, "bench")
@@ -237,11 +232,6 @@ def _judge(mode: str, args: argparse.Namespace, gate, data, json_path: Path):
 def _explained(args: argparse.Namespace, report, base_data: dict, data: dict):
     """``report`` with the "Why" section of its flagged benchmarks: the baseline's commit
     against this run's (the working tree when it had uncommitted changes)."""
-    import dataclasses
-
-    from perfgate.explain import wiring as explain
-    from perfgate.gate.verdict import REGRESSION
-
     flagged = [r.name for r in report.rows if r.verdict == REGRESSION]
     if not flagged or not hasattr(args, "explain_budget_s") or getattr(args, "submission", None):
         return report  # update-baselines; a submission file is no revision of kernels/
@@ -289,9 +279,6 @@ def update_command(args: argparse.Namespace) -> int:
 
 
 def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
-    from perfgate.gate import baseline as bl
-    from perfgate.gate.compare import compare_files
-
     prog = "perfgate update-baselines"
     runs = gate.baseline_runs if args.runs is None else args.runs  # checked by its option
     try:
@@ -328,8 +315,6 @@ class _RunFailed(Exception):
 
 def _record_runs(mode: str, args: argparse.Namespace, runs: int, gate) -> dict[str, Any]:
     """``runs`` independent runs (separate pytest processes), pooled (perfgate.gate.baseline)."""
-    from perfgate.gate import baseline as bl
-
     recorded = []
     rc = session.warm_up(mode, args, gate)
     if rc:
@@ -344,8 +329,6 @@ def _record_runs(mode: str, args: argparse.Namespace, runs: int, gate) -> dict[s
 
 def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str | None:
     """Why the new baseline must not replace ``base``, or None."""
-    from perfgate.gate import baseline as bl
-
     injected = bl.injection(data)
     if injected:
         return f"the run records an injection ({injected}); a baseline must time the kernels alone"
@@ -378,8 +361,6 @@ def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str 
 def _update_isa(args: argparse.Namespace) -> int:
     """Every target's report into a private directory first; the baselines are replaced only
     once every target has compiled, all together (atomic.write_all): all or nothing."""
-    import tempfile
-
     from perfgate.isa.collect import TARGETS
 
     prog = "perfgate update-baselines --isa"

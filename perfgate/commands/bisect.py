@@ -24,8 +24,13 @@ GOOD, no GPU), with a one-line reason.
 from __future__ import annotations
 
 import argparse
+import shutil
 from pathlib import Path
 
+from perfgate import atomic
+from perfgate.checkout import REPO as repo
+from perfgate.hunt import bisect as bs
+from perfgate.hunt import lines
 from perfgate.refusal import Refusal
 from perfgate.revisions import add_revision_options
 
@@ -61,14 +66,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import shutil
-
-    from perfgate.hunt import bisect as bs
-    from perfgate.hunt import lines
-
     if shutil.which("git") is None:
         raise Refusal("git is not on PATH")
-    from perfgate.checkout import REPO as repo
 
     commits = lines.commit_range(repo, args.good, args.bad)  # a bad revision: a Refusal
     from perfgate import catalog
@@ -76,7 +75,6 @@ def _run(args: argparse.Namespace) -> int:
     selected = catalog.cases(tuple(args.groups.split(",")), args.keyword)
     if not selected:
         raise Refusal(f"-k {args.keyword!r} matches no benchmark of {args.groups}")
-    from perfgate import atomic
 
     atomic.check_output_dirs({"--results-dir": args.results_dir})
     atomic.check_outputs({"--json": args.json_out})
@@ -99,9 +97,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _present(args: argparse.Namespace, result) -> int:
-    from perfgate import atomic
-    from perfgate.hunt import bisect as bs
-
     premise = result.steps[0] if result.steps else None
     refused = premise is None or premise.outcome != bs.REGRESSION
     if refused:

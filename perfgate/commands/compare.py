@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 
-from perfgate.gate import compare
+from perfgate.gate import compare, settings
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -47,7 +47,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="a benchmark in the baseline but not in the current run does not fail the gate",
     )
-    from perfgate.gate import settings
 
     # a comparison of two files takes one look at a stored baseline: no adaptive looks, no A/B
     settings.add_options(parser, settings.STATS, skip=("looks",))
@@ -55,8 +54,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from perfgate.gate import settings
-
     gate = settings.from_args(args)  # a bad value or table: a Refusal, one line and exit 2
     return compare.compare_files(
         args.baseline,

@@ -18,8 +18,14 @@ that matches nothing, an output over an input or the project's files), one line.
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
+
+from perfgate import atomic
+from perfgate.explain import explain as ex
+from perfgate.explain import render
+from perfgate.refusal import Refusal
 
 PROG = "perfgate explain"
 
@@ -78,13 +84,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import shutil
-
-    from perfgate import atomic
-    from perfgate.explain import explain as ex
-    from perfgate.explain import render
-    from perfgate.refusal import Refusal
-
     if shutil.which("git") is None:
         raise Refusal("git is not on PATH (each revision is a git worktree)")
     if args.rounds < 1:

@@ -25,8 +25,16 @@ an input), with a one-line reason.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
+from perfgate import atomic
+from perfgate.history import store
+from perfgate.history.append import append_runs
+from perfgate.history.migrate import migrate, same_store
+from perfgate.history.records import AB_MODE
+from perfgate.history.store import Query, display, local_path, open_store
+from perfgate.modes import MODE_NAMES
 from perfgate.refusal import Refusal
 
 PROG = "perfgate history"
@@ -166,9 +174,6 @@ def _config():
 
 def _db(args: argparse.Namespace, cfg) -> Path | str:
     """``--db``, else $PERFGATE_HISTORY_URL, else the table's db (perfgate.history.store)."""
-    from perfgate import atomic
-    from perfgate.history import store
-
     db = store.location(args.db, cfg.db)
     path = store.local_path(db)
     if path is not None:
@@ -178,8 +183,6 @@ def _db(args: argparse.Namespace, cfg) -> Path | str:
 
 def _not_over(out: Path, inputs: list) -> None:
     """Never write an output over an input (a store given as sqlite:///PATH is that PATH)."""
-    from perfgate.history.store import local_path
-
     for p in inputs:
         path = local_path(p)
         if path is not None and out.resolve() == path.resolve():
@@ -191,9 +194,6 @@ def _selected(args: argparse.Namespace, *outputs: tuple[str, Path | None], guard
     filters select)``. ``outputs`` ((option, path) pairs) pass perfgate.atomic's rule and must
     not be the store; ``guard(store path)`` makes any other check of the outputs; all before
     the store is opened."""
-    from perfgate import atomic
-    from perfgate.history.store import local_path, open_store
-
     cfg = _config()
     db = _db(args, cfg)
     atomic.check_outputs(outputs)
@@ -207,14 +207,9 @@ def _selected(args: argparse.Namespace, *outputs: tuple[str, Path | None], guard
 
 
 def _rows(args, store):
-    from perfgate.history.store import Query
-
-    if getattr(args, "mode", None) is not None:
-        from perfgate.history.records import AB_MODE
-        from perfgate.modes import MODE_NAMES
-
-        if args.mode not in (*MODE_NAMES, AB_MODE):  # ab: named by --mode's help
-            raise UsageError(f"--mode {args.mode}: expected one of {', '.join(MODE_NAMES)}")
+    if getattr(args, "mode", None) is not None and args.mode not in (*MODE_NAMES, AB_MODE):
+        # ab: named by --mode's help
+        raise UsageError(f"--mode {args.mode}: expected one of {', '.join(MODE_NAMES)}")
     rows = store.rows(
         Query(device_key=args.device, mode=args.mode, branch=args.branch, keyword=args.keyword)
     )
@@ -239,9 +234,6 @@ def _selection(args) -> str:
 
 # -- add -----------------------------------------------------------------------------------------
 def _add(args: argparse.Namespace) -> int:
-    from perfgate.history.append import append_runs
-    from perfgate.history.store import open_store
-
     cfg = _config()
     db = _db(args, cfg)
     for p in args.results:
@@ -275,9 +267,6 @@ def _list(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-
-    from perfgate import atomic
-    from perfgate.history.store import display
 
     _, db, rows = _selected(args, ("--json", args.json_out))
     table = Table(title=f"perfgate history: {len(rows)} rows from {display(db)}")
@@ -344,8 +333,6 @@ def _row_json(r) -> dict:
 
 # -- detect --------------------------------------------------------------------------------------
 def _detection(args, cfg, rows):
-    import dataclasses
-
     from perfgate.history.detect import detect
 
     steps = cfg.steps
@@ -361,8 +348,6 @@ def _detect(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
-
-    from perfgate import atomic
 
     cfg, _, rows = _selected(args, ("--json", args.json_out))
     found = _detection(args, cfg, rows)
@@ -440,9 +425,7 @@ def _plot(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from perfgate import atomic
     from perfgate.history import site
-    from perfgate.history.store import display, local_path
 
     def guard(path: Path | None) -> None:
         atomic.check_output_dirs({"--out": args.out})
@@ -463,10 +446,6 @@ def _report(args: argparse.Namespace) -> int:
 
 # -- migrate -------------------------------------------------------------------------------------
 def _migrate(args: argparse.Namespace) -> int:
-    from perfgate import atomic
-    from perfgate.history import store
-    from perfgate.history.migrate import migrate, same_store
-
     cfg = _config()
     source = store.location(args.source, cfg.db)
     target = store.location(args.target, cfg.db)

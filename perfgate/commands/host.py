@@ -32,22 +32,20 @@ input (missing or corrupt baseline, another device key or schema), with a one-li
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from perfgate import atomic
 from perfgate.commands import base
 from perfgate.gate import host_counts, verdict
+from perfgate.gate.compare import check_outputs
 from perfgate.gate.paths import DEFAULT_BASELINES, HOST_COUNTS_NAME
 from perfgate.measure import host_census
 from perfgate.refusal import Refusal
 
 
 def _run(args: argparse.Namespace) -> int:
-    import os
-
-    from perfgate import atomic
-    from perfgate.gate.compare import check_outputs
-
     # before the counting: a path that cannot be written is refused at once
     check_outputs({"--json": args.json_out}, {"--check": args.check})
     if "triton" not in sys.modules and not base.gpu_available():

@@ -15,6 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from perfgate.gate import settings
+from perfgate.gate.compare import check_outputs
+from perfgate.gate.settings import Key
 from perfgate.refusal import Refusal
 
 
@@ -26,7 +29,6 @@ def register(subparsers: Any) -> None:
         help="static ISA gate: compile every shipped config for one target and compare",
         description=__doc__.splitlines()[0],
     )
-    from perfgate.gate import settings
 
     parser.add_argument(
         "--target", required=True, choices=TARGETS, help="the compile target: " + ", ".join(TARGETS)
@@ -57,8 +59,6 @@ def register(subparsers: Any) -> None:
 
 
 def _jobs_key():
-    from perfgate.gate.settings import Key
-
     return Key("isa.jobs", int, 1, 256, "compile processes", "isa")
 
 
@@ -69,7 +69,6 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
 
-    from perfgate.gate.compare import check_outputs
     from perfgate.isa import collect, gate
 
     # before minutes of compiling: a path that cannot be written is refused at once; --json
@@ -85,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
     if interpret_mode():
         # Under the interpreter @triton.jit gives functions that triton.compile cannot build.
         raise Refusal("TRITON_INTERPRET is set; this command compiles for real targets: unset it")
-    from perfgate.gate import settings
 
     # before compiling: a bad --isa-* value, settings table or baseline is known at once
     tolerances = settings.from_args(args).isa

@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import tempfile
 from pathlib import Path
 
+from perfgate import atomic, spawn
 from perfgate.checkout import REPO
 from perfgate.commands import base
 from perfgate.refusal import Refusal, RunFailure
+from perfgate.submission import export, load, manifest
 
 CONTRACT_TESTS = "tests/submission"
 PYTEST_OK, PYTEST_FAILED, PYTEST_NO_TESTS = 0, 1, 5
@@ -93,9 +96,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from perfgate import atomic
-    from perfgate.submission import export, manifest
-
     atomic.check_outputs({"--out": args.out})
     rendered = export.export(args.out, args.target or manifest.DEFAULT_TARGET)
     target = args.target or manifest.DEFAULT_TARGET
@@ -118,8 +118,6 @@ def split_args(args: list[str]) -> tuple[bool, list[str]]:
 
 
 def _test(args: argparse.Namespace) -> int:
-    from perfgate import spawn
-    from perfgate.submission import load
     from perfgate.submission.pytest_plugin import running_path
 
     tests = REPO / CONTRACT_TESTS
@@ -192,8 +190,6 @@ def _test(args: argparse.Namespace) -> int:
 
 
 def _signal_name(number: int) -> str:
-    import signal
-
     try:
         return signal.Signals(number).name
     except ValueError:

@@ -31,9 +31,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 from pathlib import Path
 
+from perfgate import atomic
 from perfgate.commands import base
+from perfgate.explain import wiring as explain
+from perfgate.gate import paths
+from perfgate.hunt import bisect as bs
+from perfgate.hunt import github
 from perfgate.refusal import Refusal
 
 PROG = "perfgate triage"
@@ -120,7 +126,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--json TRIAGE.json (the workflow's GPU container gets no token; this runs outside it); "
         "takes only --summary and --repo",
     )
-    from perfgate.explain import wiring as explain
 
     explain.add_options(parser)
     defaults = {
@@ -146,12 +151,9 @@ def _positive(kind):
 
 
 def _run(args: argparse.Namespace) -> int:
-    import shutil
-
     if args.publish is not None:
         return _publish(args)
 
-    from perfgate.gate import paths
     from perfgate.history import config, store
     from perfgate.hunt import culprits, github
     from perfgate.hunt import triage as tg
@@ -160,7 +162,6 @@ def _run(args: argparse.Namespace) -> int:
         raise Refusal("git is not on PATH")
     if args.no_issues and args.repo:
         raise Refusal(f"--repo {args.repo}: names where issues go; --no-issues opens none")
-    from perfgate.explain import wiring as explain
 
     explain.check(args)
     cfg = config.load()
@@ -192,8 +193,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _publish(args: argparse.Namespace) -> int:
-    from perfgate import atomic
-    from perfgate.hunt import github
     from perfgate.hunt import triage as tg
 
     allowed = {"publish", "summary", "repo"}
@@ -209,8 +208,6 @@ def _publish(args: argparse.Namespace) -> int:
 
 
 def _check_outputs(args, reports, db) -> None:
-    from perfgate import atomic
-
     outputs = {"--summary": args.summary, "--json": args.json_out}
     inputs = [*(("REPORT", r) for r in reports), *([("--db", db)] if db is not None else [])]
     atomic.check_output_dirs({"--results-dir": args.results_dir})
@@ -256,8 +253,6 @@ def _gpu_first(factory):
 
 
 def _announcing(runner, benchmarks):
-    from perfgate.hunt import bisect as bs
-
     what = (
         benchmarks[0].rpartition("::")[2]
         if len(benchmarks) == 1

@@ -21,6 +21,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from perfgate.explain.device_split import device_split
+from perfgate.explain.host_facts import NotAvailable, host_facts
+from perfgate.explain.launch_facts import launch_facts
+from perfgate.explain.static_facts import static_facts
+from perfgate.measure.worker import use_kernels_from
+
 
 def _shape(text: str) -> tuple[int, int, int]:
     m, n, k = (int(x) for x in text.split(","))
@@ -32,8 +38,6 @@ def _one_line(exc: BaseException) -> str:
 
 
 def _guarded(fn, *args) -> dict[str, Any]:
-    from perfgate.explain.host_facts import NotAvailable
-
     try:
         return fn(*args)
     except NotAvailable as exc:
@@ -47,9 +51,6 @@ def facts(part: str, shapes, targets, rounds: int) -> dict[str, Any]:
     for shape in shapes:
         key = ",".join(map(str, shape))
         if part == "static":
-            from perfgate.explain.launch_facts import launch_facts
-            from perfgate.explain.static_facts import static_facts
-
             out[key] = {
                 t: {
                     "launch": _guarded(launch_facts, shape, t),
@@ -58,12 +59,8 @@ def facts(part: str, shapes, targets, rounds: int) -> dict[str, Any]:
                 for t in targets
             }
         elif part == "host":
-            from perfgate.explain.host_facts import host_facts
-
             out[key] = _guarded(host_facts, shape)
         else:
-            from perfgate.explain.device_split import device_split
-
             out[key] = _guarded(device_split, shape, rounds)
     return out
 
@@ -87,8 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     elif args.part == "static":
         os.environ.pop("TRITON_INTERPRET", None)
     try:
-        from perfgate.measure.worker import use_kernels_from
-
         use_kernels_from(args.kernels_root)
         result = {"ok": True, "facts": facts(args.part, args.shape, args.target, args.rounds)}
         code = 0

@@ -16,7 +16,10 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.explain import ranking, revision, source_facts
+from perfgate.gate import paths
+from perfgate.measure.ab import build_cache
 from perfgate.refusal import Refusal
+from perfgate.revisions import AbError, build, git, side_env, worktree
 
 NOTHING = "same code and config: look at the machine or the inputs"
 OTHER_TARGET = "gfx950"  # compiled for every benchmark on any CPU: the kernel's home target
@@ -107,8 +110,6 @@ def default_target() -> str:
 
 
 def _resolve(rev: str, repo: Path) -> str:
-    from perfgate.revisions import AbError, git
-
     if not rev or rev.startswith("-"):
         raise ExplainError(f"--base/--head must name a git revision, got {rev!r}")
     try:
@@ -130,8 +131,6 @@ def explain(
     rounds: int = 30,
 ) -> Explanation:
     """``head`` (None: the working tree) against ``base`` for ``benchmarks``."""
-    from perfgate.gate import paths
-
     repo = Path(repo or paths.REPO)
     start = time.monotonic()
     base_sha = _resolve(base, repo)
@@ -140,8 +139,6 @@ def explain(
     deadline = revision.Deadline(budget_s)
     shapes = [b.shape for b in benchmarks]
     with contextlib.ExitStack() as stack:
-        from perfgate.revisions import worktree
-
         tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="perfgate-explain-")))
         sides = [
             revision.Side(
@@ -173,9 +170,6 @@ def explain(
 
 def _device(sides, shapes, deadline, rounds) -> dict[str, dict[str, Any]]:
     """Both sides' device splits, each side's reducer built first (as ``ab`` builds them)."""
-    from perfgate.measure.ab import build_cache
-    from perfgate.revisions import build, side_env
-
     envs = {}
     for side in sides:
         cache = build_cache(side.root) if side.commit else None

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from perfgate.gate.host_counts import CATEGORIES
+from perfgate.measure import host_census
 
 
 class NotAvailable(Exception):
@@ -27,7 +28,6 @@ def host_facts(shape: tuple[int, int, int]) -> dict[str, Any]:
             "this revision's kernels.gemm has no launch_entry_codes (it predates the host census)"
         )
     from kernels.reference import generate_input
-    from perfgate.measure import host_census
 
     gpu = torch.cuda.is_available()
     data = generate_input(*shape, seed=0, device="cuda" if gpu else "cpu")

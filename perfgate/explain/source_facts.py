@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from perfgate.revisions import git
+
 # What a file of kernels/ holds, for the reader (the longest matching prefix wins).
 ROLES = {
     "kernels/_quant.py": "the quantizer, fused into the GEMM kernel",
@@ -33,8 +35,6 @@ def role(path: str) -> str:
 def changed_files(repo: Path, base: str, head: str | None) -> list[str]:
     """Files under ``kernels/`` that differ from ``base`` to ``head`` (None: the working tree,
     uncommitted edits included)."""
-    from perfgate.revisions import git
-
     revs = [base] if head is None else [base, head]
     out = git("diff", "--name-only", *revs, "--", "kernels", cwd=repo)
     return sorted(line for line in out.splitlines() if line.strip())

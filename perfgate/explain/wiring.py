@@ -16,6 +16,10 @@ import argparse
 from collections.abc import Iterable
 from pathlib import Path
 
+from perfgate.explain import explain as ex
+from perfgate.explain import render
+from perfgate.refusal import Refusal
+
 DEFAULT_BUDGET_S = 120.0
 HEADING = "### Why: what changed between the two revisions"
 
@@ -32,8 +36,6 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def check(args: argparse.Namespace) -> None:
-    from perfgate.refusal import Refusal
-
     budget = args.explain_budget_s
     if not budget >= 0:
         raise Refusal(f"--explain-budget-s must be a number of seconds >= 0, got {budget:g}")
@@ -65,9 +67,6 @@ def why_section(
     if base is None:
         return [*out, "- not explained: the gate's baseline records no commit to compare with", ""]
     try:
-        from perfgate.explain import explain as ex
-        from perfgate.explain import render
-
         names: dict[str, list[str]] = {}
         benchmarks: dict[str, ex.Benchmark] = {}
         for name in flagged:

@@ -19,7 +19,8 @@ import dataclasses
 import math
 from typing import Any
 
-from perfgate.gate.report import Report
+from perfgate.gate import compare
+from perfgate.gate.report import Report, Row
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,8 +59,6 @@ def settings_block(design, mode: str, inconclusive_exit: int) -> dict[str, Any]:
 
 def row(name: str, decision) -> Any:
     """One benchmark's row: the process-level numbers, its reason with the processes."""
-    from perfgate.gate.report import Row
-
     r = decision.result
     per = r.rounds_base // max(r.n_base, 1)
     sd = "" if r.noise is None else f", process SD {r.noise:.2%}"
@@ -98,8 +97,6 @@ def make(decisions: dict, store: dict, design, mode: str, gate, **where) -> Proc
     """The report of ``decisions`` (perfgate.gate.process_ab.decide) on the samples in
     ``store`` (perfgate.measure.ab.Store); ``where``: baseline_path, current_path, device_key,
     notes (the context lines that go first)."""
-    from perfgate.gate import compare
-
     rows, figures, notes = [], {}, list(where.pop("notes", []))
     for name, decision in decisions.items():
         base = store.get("base", {}).get(name, {}).get("plain", [])

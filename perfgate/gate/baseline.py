@@ -15,10 +15,12 @@ stop the gate (exit 2), never pass it.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
 import re
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -320,9 +322,6 @@ def _record(data: dict[str, Any], name: str, key: str) -> dict[str, Any] | None:
 
 
 def _pool(parts: list[dict[str, Any]], what: str, key: str, count: str) -> dict[str, Any]:
-    import copy
-    import statistics
-
     if not parts:
         raise BaselineError(f"no {count} to pool")
     first = parts[0]
@@ -360,8 +359,6 @@ def append_samples(data: dict[str, Any], more: dict[str, Any]) -> None:
 def stats_block(data: list[float]) -> dict[str, Any]:
     """pytest-benchmark's ``stats`` of ``data`` as far as tools read it (min, max, mean, median,
     stddev, rounds, data): for samples perfgate pooled or made."""
-    import statistics
-
     return {
         "min": min(data),
         "max": max(data),

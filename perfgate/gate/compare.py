@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any
 from perfgate import atomic
 from perfgate.gate import baseline as bl
 from perfgate.gate import device
+from perfgate.gate.report import Report, Row, render_console, render_markdown
+from perfgate.gate.settings import PYPROJECT
+from perfgate.gate.verdict import MISSING, NEW
 from perfgate.refusal import Refusal
 
 if TYPE_CHECKING:
@@ -60,8 +63,6 @@ def check_outputs(outputs: dict, inputs: dict, *, baselines: bool = False) -> No
     """perfgate.atomic's output check, with the settings file among the inputs: no report is
     ever written over an input, nor over pyproject.toml (``baselines``: the command writes
     baselines, under perf_baselines/)."""
-    from perfgate.gate.settings import PYPROJECT
-
     atomic.check_outputs(outputs, {**inputs, "the settings file": PYPROJECT}, baselines=baselines)
 
 
@@ -80,8 +81,6 @@ def _checked_settings(settings):
 def present(report, *, json_out=None, markdown_out=None, console=None, prog="compare") -> int:
     """Print ``report``, write its JSON and markdown where asked; its exit code (2 when a report
     cannot be written)."""
-    from perfgate.gate.report import render_console, render_markdown
-
     if console is None:
         console = default_console()
     render_console(report, console)
@@ -172,8 +171,6 @@ def judge(
     """One row per benchmark of either side (``missing`` / ``new`` for one side only)."""
     from rich.progress import track
 
-    from perfgate.gate.verdict import MISSING, NEW
-
     drifts = drifts or {}
     looks_taken = looks_taken or {}
     names = list(base_samples)
@@ -224,9 +221,6 @@ def make_report(
 
     ``looks``: the looks the verdicts were judged for (each at ``alpha / looks``): what the
     report states, whatever ``settings.looks`` holds (a plain comparison takes one look)."""
-    from perfgate.gate.report import Report
-    from perfgate.gate.verdict import MISSING
-
     verdicts = {r.verdict for r in rows}
     failed = "regression" in verdicts or (MISSING in verdicts and not allow_missing)
     if "inconclusive" in verdicts and settings.inconclusive_exit:
@@ -310,7 +304,6 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 def _row(name: str, base: list[float], cur: list[float], settings, **how):
     import numpy as np
 
-    from perfgate.gate.report import Row
     from perfgate.gate.stats import compare_samples
 
     res = compare_samples(base, cur, settings, **how)
@@ -334,9 +327,6 @@ def _row(name: str, base: list[float], cur: list[float], settings, **how):
 def _lonely_row(name: str, verdict: str, samples: list[float]):
     """A benchmark on one side only: its median and count, no statistics."""
     import numpy as np
-
-    from perfgate.gate.report import Row
-    from perfgate.gate.verdict import MISSING
 
     median = float(np.median(samples))
     if verdict == MISSING:

@@ -38,6 +38,7 @@ The settings' values live in ``[tool.perfgate]`` of pyproject.toml (:mod:`perfga
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -236,8 +237,6 @@ def _shrunk_ratio(cur: np.ndarray, base: np.ndarray, cur_m: np.ndarray, base_m: 
 @functools.cache
 def _rng_keyword() -> str:
     """scipy >= 1.15 names the generator ``rng``; older releases only know ``random_state``."""
-    import inspect
-
     from scipy.stats import bootstrap
 
     return "rng" if "rng" in inspect.signature(bootstrap).parameters else "random_state"

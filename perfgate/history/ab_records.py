@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import git
+from perfgate.gate import paths
 from perfgate.history.records import AB_MODE, RecordError, Run, result_of
 
 HEAD_KEY = "head_samples"
@@ -122,8 +123,6 @@ def _groups() -> dict[str, str]:
 def commit_time(commit: str) -> str | None:
     """The commit date of ``commit`` in this checkout (UTC, ISO 8601), None when git does not
     know it (another checkout's A/B file)."""
-    from perfgate.gate import paths
-
     text = (
         git.read("show", "-s", "--format=%cI", commit, "--", cwd=paths.REPO, timeout=30) or ""
     ).strip()

@@ -21,9 +21,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from perfgate.checkout import read_toml
+from perfgate.gate import settings
 from perfgate.history.steps import StepSettings
+from perfgate.history.store_base import is_server
 from perfgate.refusal import Refusal
 
 TABLE = ("tool", "perfgate-history")
@@ -71,8 +74,6 @@ class HistoryConfig:
 
 
 def default_pyproject() -> Path:
-    from perfgate.gate import settings
-
     return settings.PYPROJECT
 
 
@@ -121,10 +122,6 @@ def load(path: str | os.PathLike[str] | None = None) -> HistoryConfig:
 def _db(where: str, text: str) -> Path | str:
     """A path, or a server's URL without a password (the password is a secret: the URL's
     environment variable, PGPASSWORD or ~/.pgpass give it, never this committed file)."""
-    from urllib.parse import parse_qs, urlsplit
-
-    from perfgate.history.store_base import is_server
-
     if not is_server(text):
         return Path(text).expanduser()
     try:

@@ -22,12 +22,18 @@ anything is measured, the append after a run, and ``bench --against history``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from perfgate import atomic
+from perfgate.gate import baseline as bl
+from perfgate.gate import settings
+from perfgate.history.append import add_runs, read_any
+from perfgate.history.records import RecordError
 from perfgate.refusal import Refusal
 
 AGAINST = ("baseline", "history")
@@ -92,7 +98,6 @@ def check(args: argparse.Namespace, outputs: Iterable[Path] = ()) -> None:
         raise HistoryOptionError("--history-branch: expected a branch name, got ''")
     if not (append or against):
         return
-    from perfgate import atomic
 
     cfg = config.load()  # HistoryConfigError is a ValueError: one line, exit 2
     try:
@@ -127,11 +132,8 @@ def keep(
     when the store cannot take it)."""
     if not args.history:
         return rc
-    import dataclasses
 
     from perfgate.history import config, store
-    from perfgate.history.append import add_runs, read_any
-    from perfgate.history.records import RecordError
 
     try:  # read first: a run that cannot be kept creates no store
         run = dataclasses.replace(read_any(results, branch=args.history_branch), verdict=verdict)
@@ -164,11 +166,7 @@ def judged_against(
     HistoryOptionError when the history cannot be read."""
     if getattr(args, "against", "baseline") != "history":
         return stored, gate
-    import dataclasses
 
-    from perfgate import atomic
-    from perfgate.gate import baseline as bl
-    from perfgate.gate import settings
     from perfgate.history import against, config, store
 
     try:

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from perfgate import atomic
+from perfgate.explain import wiring as explain
 from perfgate.hunt import github, lines
 from perfgate.hunt import triage_report as tr
 from perfgate.hunt.culprits import (
@@ -152,8 +153,6 @@ def triage(
 def _why(req: Request, findings, clock=time.monotonic) -> dict[str, list[str]]:
     """Each culprit's "Why" section: its flagged benchmarks explained, the culprit against the
     parent its conviction measured, within what is left of ``req.explain_budget_s``."""
-    from perfgate.explain import wiring as explain
-
     out: dict[str, list[str]] = {}
     end = clock() + req.explain_budget_s
     for f in findings:

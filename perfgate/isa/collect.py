@@ -14,6 +14,7 @@ import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import multiprocessing
 import os
 import tempfile
 import warnings
@@ -26,6 +27,7 @@ from typing import Any
 from kernels.targets import TARGETS as REGISTRY
 from kernels.targets import Target, get_target
 from perfgate import spawn
+from perfgate.atomic import write_json
 from perfgate.gate.paths import SCHEMA
 from perfgate.isa import metrics
 
@@ -360,8 +362,6 @@ def _stop(pool: ProcessPoolExecutor) -> None:
 
 
 def _start_methods() -> list[str]:
-    import multiprocessing
-
     return multiprocessing.get_all_start_methods()
 
 
@@ -415,6 +415,4 @@ def default_jobs() -> int:
 
 def write_report(path: Path, report: dict[str, Any]) -> None:
     """Write ``report`` as stable, diff-friendly JSON, atomically (no half-written baseline)."""
-    from perfgate.atomic import write_json
-
     write_json(path, report, indent=1)

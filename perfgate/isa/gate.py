@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from perfgate.gate import verdict
+from perfgate.gate import settings, verdict
 from perfgate.gate.settings import IsaTolerances
 from perfgate.isa import metrics
 from perfgate.isa.collect import SCHEMA, TARGETS, TOOL
@@ -151,8 +151,6 @@ def load(path: str | Path, *, target: str | None = None) -> dict[str, Any]:
 
 def default_tolerances() -> IsaTolerances:
     """``[tool.perfgate.isa]`` of the repository's pyproject.toml."""
-    from perfgate.gate import settings
-
     return settings.defaults().isa
 
 

@@ -26,14 +26,19 @@ sides (worktrees, builds, workers).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from perfgate.gate import paths
+from perfgate.gate.settings import SettingsError, key
+from perfgate.measure import interleave
+from perfgate.measure.submission_side import SubmissionSide
 from perfgate.revisions import AbError, build, side_env, worktree
 
 # Discarded rounds of every worker after a benchmark is prepared (the pytest harness's warm-up
@@ -86,8 +91,6 @@ def measure_look(
     to the prepares of a side with levels; ``on_prepared(spec, worker, case, answer)`` sees
     every prepare's answer. ``timings`` receives the seconds spent starting, preparing,
     measuring and closing."""
-    from perfgate.measure import interleave
-
     if new < 1 or rounds < 1:
         raise ValueError(f"need new >= 1 workers and rounds >= 1, got {new} and {rounds}")
     clock = _Clock(timings)
@@ -212,15 +215,11 @@ class WorkerPool:
         self._reap()
 
     def close(self) -> None:
-        from perfgate.measure import interleave
-
         interleave.close_all(list(self._ahead.values()))
         self._ahead.clear()
         self._reap()
 
     def _reap(self) -> None:
-        from perfgate.measure import interleave
-
         closing, self._closing = self._closing, []
         interleave.close_all(closing)
 
@@ -305,7 +304,6 @@ def run(base_sha: str, head_sha: str | None, selected: list[dict], gate, mode: s
     """Both sides set up (worktrees, builds), measured in fresh workers look by look, and torn
     down whatever happens; (decisions, store, each side's info, the looks' timings)."""
     from perfgate.gate import process_ab
-    from perfgate.measure import interleave
 
     design = process_ab.design_for(gate, mode)
     infos: dict[str, dict] = {"base": {}, "head": {}}
@@ -342,7 +340,6 @@ def run_submissions(
     """:func:`run` for two submission files: each side's workers (``--submission FILE``) run in
     this checkout; (decisions, store, each side's info with what its workers timed, timings)."""
     from perfgate.gate import process_ab
-    from perfgate.measure.submission_side import SubmissionSide
 
     design = process_ab.design_for(gate, mode)
     infos: dict[str, dict] = {"base": {}, "head": {}}
@@ -360,7 +357,6 @@ def run_submissions(
 def _measure_sides(specs, selected, design, start, infos, *, describe: bool = False):
     """:func:`measure_ab` with each side's reducer (and, for files, what its worker timed)
     recorded in ``infos``; a worker that fails is AbError, exit 2."""
-    from perfgate.measure import interleave
 
     def on_prepared(spec: SideSpec, worker, case: str, answer: dict) -> None:
         if "reducer_backend" in answer:
@@ -384,8 +380,6 @@ def build_cache(root: Path) -> Path:
     build per architecture, so two differing reducers never share one; identical ones always
     do: a base built once is not built again, and the two sides of ``--base X --head X`` share
     a build."""
-    import hashlib
-
     from kernels.reducer.cache import cache_root
 
     digest = hashlib.sha256()
@@ -399,8 +393,6 @@ def build_cache(root: Path) -> Path:
 def build_both(roots: dict[str, tuple[Path, Path | None]]) -> None:
     """Each side's native reducer built at once (separate trees and caches): the slower build
     is the wait, not their sum. The base's failure is reported first."""
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=len(roots)) as pool:
         futures = [pool.submit(build, root, cache, label) for label, (root, cache) in roots.items()]
     for future in futures:
@@ -416,8 +408,6 @@ def default_groups(mode: str) -> str:
 def check_mode_options(overrides: dict[str, Any], mode: str) -> None:
     """SettingsError for an override of another mode's A/B section (``--ab-leaderboard-rounds``
     with ``--mode device``): it would be ignored, and an ignored option is refused."""
-    from perfgate.gate.settings import SettingsError, key
-
     for name in overrides:
         section = name.split(".", 1)[0]
         if section.startswith("ab_") and section != f"ab_{mode}":

@@ -8,6 +8,7 @@ comparison can warn when the environment changed and refuse when the device did.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -88,8 +89,6 @@ def rocm_smi(index: int, run: Runner = run_tool) -> dict[str, Any]:
 
     rocm-smi's JSON keys differ between releases, so values are matched by key text.
     """
-    import json
-
     result: dict[str, Any] = {key: None for _, key in _NVIDIA_FIELDS}
     out = run(["rocm-smi", "-d", str(index), "--showclocks", "--showpower", "--showtemp",
                "--showmaxpower", "--showdriverversion", "--json"])  # fmt: skip

@@ -10,6 +10,7 @@ improvement) is :mod:`perfgate.gate.host_counts`; the command's help
 from __future__ import annotations
 
 import contextlib
+import importlib
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -109,8 +110,6 @@ def _scope_files() -> frozenset[str]:
     """Files of the launcher: kernels/*.py, minus the modules that hold @triton.jit code. The
     ``kernels`` package is the one imported (a revision's, where ``perfgate explain`` or an A/B
     worker put another tree's first on the path), named by the paths its modules run from."""
-    import importlib
-
     from triton.runtime.jit import KernelInterface
 
     import kernels

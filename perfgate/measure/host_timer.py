@@ -7,10 +7,12 @@ moves by up to 1.8x, and the ratio cancels it. The plugin's harness runs it in `
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from typing import Any
 
+from perfgate.flags import number
 from perfgate.measure.clock import CLOCK
 
 INJECT_HOST_ENV = "MXFP4_BENCH_INJECT_HOST_US"
@@ -123,10 +125,6 @@ def reference_path(data: tuple, device: Any) -> Callable[[], Any]:
 
 def host_delay_seconds(environ: Any = None) -> float:
     """The host slowdown asked for with ``MXFP4_BENCH_INJECT_HOST_US`` (µs per call; 0 unset)."""
-    import os
-
-    from perfgate.flags import number
-
     environ = os.environ if environ is None else environ
     return number(environ, INJECT_HOST_ENV, "microseconds such as 5", 1e6) / 1e6
 

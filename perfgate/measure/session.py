@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import atomic, spawn
+from perfgate.gate import baseline as bl
+from perfgate.gate import settings
 from perfgate.gate.paths import REPO, result_paths
 from perfgate.modes import MODE_NAMES
 from perfgate.refusal import Refusal
@@ -101,8 +103,6 @@ def pytest_command(
 def rounds_override(mode: str, args: argparse.Namespace) -> list[str]:
     """``--perfgate-rounds N`` when ``--rounds-<mode>`` was given (the plugin reads the table
     otherwise); before the passthrough, so that an explicit ``-- --perfgate-rounds`` wins."""
-    from perfgate.gate import settings
-
     rounds = settings.overrides_from(args).get(f"rounds.{mode}")
     return [] if rounds is None else [f"--perfgate-rounds={rounds}"]
 
@@ -134,8 +134,6 @@ def run_mode(
 
     ``warmup_rounds``: a warm-up pass of that many rounds in one process, its results discarded
     (see :func:`warm_up`)."""
-    from perfgate.gate import baseline as bl
-
     paths = result_paths(args.results_dir, mode, args.tag)
     json_path = paths["json"].resolve()
     if warmup_rounds is not None:
@@ -216,8 +214,6 @@ def warm_up(mode: str, args: argparse.Namespace, gate) -> int:
 
 def load_result(json_path: Path, mode: str) -> dict[str, Any]:
     """The validated result file of a run; raises BaselineError when it is unusable."""
-    from perfgate.gate import baseline as bl
-
     data = bl.load(json_path)
     if bl.mode(data) != mode:
         raise bl.BaselineError(f"{json_path}: holds {bl.mode(data)!r} times, expected {mode!r}")
@@ -228,7 +224,6 @@ def adaptive_rounds(mode, args, gate, base_data, data, json_path: Path) -> dict[
     """More rounds for the benchmarks still inconclusive against the baseline (perfgate.measure.adaptive):
     each later look reruns only those, appends the new samples to the run's file (one run, more
     rounds) and judges again at alpha / looks. Returns the look that decided each benchmark."""
-    from perfgate.gate import baseline as bl
     from perfgate.gate.stats import compare_samples
     from perfgate.measure import adaptive
 
@@ -254,15 +249,11 @@ def adaptive_rounds(mode, args, gate, base_data, data, json_path: Path) -> dict[
 
 def first_look_rounds(mode: str, gate, data) -> int:
     """The first look's size: what the first run measured (``--rounds-<mode>`` or the table)."""
-    from perfgate.gate import baseline as bl
-
     return min(len(x) for x in bl.samples(data).values())
 
 
 def rerun(mode: str, args: argparse.Namespace, names: list[str], rounds: int) -> dict:
     """``rounds`` more rounds of the benchmarks ``names`` (pytest node ids), as a loaded file."""
-    from perfgate.gate import baseline as bl
-
     json_path = (
         result_paths(args.results_dir, mode, args.tag)["json"].resolve().with_suffix(".more.json")
     )

@@ -47,6 +47,8 @@ CASE: ``{"name": fullname, "kind": "gemm", "m", "n", "k", "set_bytes"}`` or
 from __future__ import annotations
 
 import argparse
+import gc
+import importlib
 import json
 import os
 import sys
@@ -55,10 +57,13 @@ from pathlib import Path
 from typing import Any
 
 from perfgate import variants
+from perfgate.measure import ab_worker
 from perfgate.measure.clock import flushed_rounds
 from perfgate.measure.flush import for_mode, rotation_count
 from perfgate.measure.launch import build_launch
-from perfgate.modes import AB_MODE_NAMES
+from perfgate.modes import AB_MODE_NAMES, get
+from perfgate.submission.export import NAME_PREFIX
+from perfgate.submission.load import SubmissionError, load
 
 # perfgate.catalog and perfgate.measure.harness import kernels: they load after the worker has
 # chosen its revision (use_kernels_from), inside the methods that need them.
@@ -106,7 +111,6 @@ class Worker:
         import torch
 
         from kernels.device import device_info
-        from perfgate.modes import get
 
         self.submission = submission
         self.device = torch.device("cuda")
@@ -164,7 +168,6 @@ class Worker:
         return {"cases": out, "reducer_backend": _reducer_backend(self.submission)}
 
     def _prepare_one(self, name: str, work: Any, levels: list[float], cycles: dict) -> dict:
-        from perfgate.measure import ab_worker
         from perfgate.measure.harness import batched_launch
 
         named = {variant_name(lv): lv for lv in levels}
@@ -186,8 +189,6 @@ class Worker:
         return info
 
     def release(self) -> None:
-        import gc
-
         import torch
 
         self.benches.clear()
@@ -205,14 +206,10 @@ class Worker:
 def _reducer_backend(submission: Any = None) -> str | None:
     """The split-K reducer the timed code uses: the revision's, or an exported submission's
     (its embedded package's); None for an older revision without it or any other file."""
-    import importlib
-
     try:
         if submission is None:
             from kernels.splitk import reducer_backend
         else:
-            from perfgate.submission.export import NAME_PREFIX
-
             package = submission.custom_kernel.__module__.partition(".")[0]
             if not package.startswith(NAME_PREFIX):
                 return None
@@ -266,8 +263,6 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     if args.submission is not None:
-        from perfgate.submission.load import SubmissionError, load
-
         try:
             submission = load(args.submission)
         except SubmissionError as exc:

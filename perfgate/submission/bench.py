@@ -34,11 +34,15 @@ import argparse
 import contextlib
 import os
 import shlex
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from perfgate.gate.baseline import BaselineError
 from perfgate.refusal import Refusal
+from perfgate.submission import load
+from perfgate.submission.load import sha256_of
 
 OPTION = "--submission"
 PLUGIN_OPTION = "--perfgate-submission"  # perfgate.plugin.SUBMISSION_OPTION (no pytest import)
@@ -80,7 +84,6 @@ def configure(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any
     path = getattr(args, "submission", None)
     if path is None:
         return contextlib.nullcontext()
-    from perfgate.submission import load
 
     args.tag = submission_tag(args.tag)
     try:
@@ -95,8 +98,6 @@ def configure(args: argparse.Namespace) -> contextlib.AbstractContextManager[Any
 def leaderboard_tier(args: argparse.Namespace, prog: str) -> int:
     """0 when ``--submission`` is not given or FILE passes the leaderboard tier on this device
     (its one line printed); 1 when it fails it (one line); OptionError when it cannot be used."""
-    import sys
-
     path = getattr(args, "submission", None)
     if path is None:
         return 0
@@ -127,8 +128,6 @@ def hint(args: argparse.Namespace) -> str:
 def pytest_option(path: Path) -> Iterator[None]:
     """``PYTEST_ADDOPTS`` holds ``--perfgate-submission=PATH`` (after the user's own) inside the
     context and is restored after it; says once what is timed."""
-    from perfgate.submission.load import sha256_of
-
     before = os.environ.get(ADDOPTS)
     option = shlex.quote(f"{PLUGIN_OPTION}={path}")
     os.environ[ADDOPTS] = f"{before} {option}" if before else option
@@ -150,8 +149,6 @@ def source(data: dict[str, Any]) -> dict[str, Any] | None:
 def check_source(base_path: Path, base_data: dict[str, Any], data: dict[str, Any]) -> None:
     """Refuse (BaselineError, one line) to compare a submission's run with a package baseline or
     a package run with a submission's baseline; for two submissions, print what each timed."""
-    from perfgate.gate.baseline import BaselineError
-
     base, current = source(base_data), source(data)
     if base is None and current is None:
         return

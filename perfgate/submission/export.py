@@ -32,6 +32,7 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from perfgate import atomic
 from perfgate.refusal import Refusal
 from perfgate.submission import manifest
 
@@ -439,8 +440,6 @@ def check_out(out: Path, rendered: Rendered, root: Path) -> Path:
 def export(out: Path, target: str = manifest.DEFAULT_TARGET, root: Path | None = None) -> Rendered:
     """Render and write the file atomically (:func:`perfgate.atomic.write_text`); ExportError
     when it cannot be written."""
-    from perfgate import atomic
-
     root = Path(root).resolve() if root is not None else package_dir()
     rendered = render(target, root)
     path = check_out(out, rendered, root)

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from perfgate import spawn
+from perfgate.checkout import REPO
 from perfgate.refusal import Refusal
 
 ENTRY = "custom_kernel"
@@ -166,11 +168,8 @@ def fresh_process(
 ) -> subprocess.CompletedProcess:
     """``python -m MODULE FILE`` in a fresh process, this checkout first on its path, output
     captured; SubmissionError when it outlasts ``timeout_s`` (it is stopped first)."""
-    from perfgate import spawn
-
     resolved = check_path(path)
     cmd = [sys.executable, "-m", module, str(resolved)]
-    from perfgate.checkout import REPO
 
     root = str(REPO)
     env = dict(

@@ -25,6 +25,9 @@ from typing import Any
 
 import pytest
 
+from perfgate import atomic
+from perfgate.submission.load import SubmissionError, load
+
 OPTION = "--submission"
 RESULTS_OPTION = "--submission-results"
 TIERS = {
@@ -49,8 +52,6 @@ def load_option(config: pytest.Config, option: str) -> Any:
     """The submission file that pytest ``option`` names, loaded (None without the option);
     a file that cannot be loaded stops the session as a usage error naming the option. Both
     perfgate plugins load theirs here."""
-    from perfgate.submission.load import SubmissionError, load
-
     path = config.getoption(option)
     if path is None:
         return None
@@ -147,8 +148,6 @@ class Results:
                 entry[key] = value
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        from perfgate import atomic
-
         atomic.write_json(self.path, {"complete": True, "exitstatus": int(exitstatus),
                                       "tests": list(self.tests.values())})  # fmt: skip
 

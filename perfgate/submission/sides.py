@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from perfgate.refusal import Refusal, RunFailure
+from perfgate.submission.load import SubmissionError, check_path, probe
 
 # -- the command's options (perfgate/commands/ab.py) -----------------------------------------
 BASE, HEAD = "--base-submission", "--head-submission"
@@ -54,8 +55,6 @@ def check_options(args: Any) -> None:
 def check_files(args: Any) -> dict[str, Path]:
     """Both files, resolved, each loaded once in a fresh process; SideError naming the option
     for one that cannot be used (unusable input: exit 2, whichever side it is)."""
-    from perfgate.submission.load import SubmissionError, check_path, probe
-
     out = {}
     for label, option, value in (("base", BASE, args.base_submission),
                                  ("head", HEAD, args.head_submission)):  # fmt: skip
@@ -73,7 +72,6 @@ def check_leaderboard_tier(files: dict[str, Path]) -> None:
     the leaderboard would reject is the change's fault (RunFailure, exit 1), a base it would
     reject is unusable input (SideError, exit 2). The strict tier is not checked: a departure
     from the suite's exact semantics is no reason not to time a file."""
-    from perfgate.submission.load import SubmissionError
     from perfgate.submission.tiers import TierFailure, check_file
 
     for label, option in (("base", BASE), ("head", HEAD)):

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from kernels.shapes import LEADERBOARD, TEST_SHAPES
+from perfgate.submission.load import SubmissionError, fresh_process, load_argument
 
 # gpu-mode/reference-kernels: the newest commit that changed problems/amd_202602/eval.py,
 # utils.py or mxfp4-mm/ (lab/scripts/gpumode_harness.py pins the files of the same commit)
@@ -274,8 +275,6 @@ class TierFailure(Exception):
 def check_file(path: str | Path, *, timeout_s: float = 1800.0) -> str:
     """The leaderboard tier on ``path`` in a fresh process on this machine's device: its one-line
     verdict; TierFailure naming the failing check, SubmissionError for an unusable file."""
-    from perfgate.submission.load import SubmissionError, fresh_process
-
     done = fresh_process("perfgate.submission.tiers", path, timeout_s=timeout_s)
     lines = [ln for ln in (done.stderr or "").splitlines() if ln.strip()]
     last = lines[-1] if lines else f"the check exited {done.returncode}"
@@ -289,8 +288,6 @@ def check_file(path: str | Path, *, timeout_s: float = 1800.0) -> str:
 def main(argv: list[str] | None = None) -> int:
     """``python -m perfgate.submission.tiers FILE``: the leaderboard tier on this device."""
     import torch
-
-    from perfgate.submission.load import load_argument
 
     sub = load_argument(argv, "perfgate.submission.tiers", PROG)
     if sub is None:

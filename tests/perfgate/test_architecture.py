@@ -9,6 +9,7 @@ module, to ``perfgate.x`` otherwise.
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -257,6 +258,126 @@ def test_the_rules_catch_planted_trees(tmp_path, files, circle, command_edge):
         if a.startswith(f"{COMMANDS}.") and b.startswith(f"{COMMANDS}.") and b != SHARED_BASE
     ]
     assert bool(crossing) is command_edge
+
+
+# -- imports at the top -------------------------------------------------------------------------
+# An import waits inside a function only for what is heavy to load: the libraries below, and
+# kernels (the A/B worker puts a revision's kernels first on sys.path before they load). A
+# module is heavy when it or its packages import one at module level, directly or through
+# perfgate/lab modules; a library neither the standard one nor named light counts as heavy, so
+# this rule asks to move only what is surely light.
+HEAVY = ("torch", "triton", "numpy", "scipy", "matplotlib", "rich", "docker", "psycopg",
+         "ruptures", "hypothesis", "pytest", "kernels")  # fmt: skip
+OURS = ("perfgate", "lab")
+LIGHT = ("tomli",)  # the TOML reader before Python 3.11 (tomllib)
+
+
+def _imported(node: ast.Import | ast.ImportFrom, name: str, is_package: bool, mods) -> list[str]:
+    """The modules an import statement of module ``name`` loads (their packages aside)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        up = name.split(".") if is_package else name.split(".")[:-1]
+        up = up[: len(up) - (node.level - 1)]
+        base = ".".join([*up, base] if base else up)
+    return [base, *(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in mods)]
+
+
+def _top_and_inner(tree: ast.Module):
+    """(module-level imports, imports inside functions): ``if TYPE_CHECKING:`` counts as neither,
+    an import of a function under ``except ImportError`` (an optional library) is no inner one."""
+    top, inner = [], []
+
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue
+            if (
+                in_function
+                and isinstance(child, ast.Try)
+                and any(
+                    h.type is None or "ImportError" in ast.unparse(h.type) for h in child.handlers
+                )
+            ):
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                (inner if in_function else top).append(child)
+            scope = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            visit(child, in_function or scope)
+
+    visit(tree, False)
+    return top, inner
+
+
+def lazy_light_imports(root: Path = ROOT) -> list[str]:
+    """``file:line`` of every import inside a function of perfgate/ or lab/ whose modules are
+    all light and do not load the importing module back (moving it up makes no circle)."""
+    mods = {k: v for package in OURS for k, v in modules(root, package).items()}
+    trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in mods.items()}
+    loads: dict[str, set[str]] = {}  # module: what importing it loads at module level
+    inner: dict[str, list] = {}
+    for name, tree in trees.items():
+        top, inner[name] = _top_and_inner(tree)
+        is_package = mods[name].name == "__init__.py"
+        loads[name] = {m for n in top for m in _imported(n, name, is_package, mods)}
+
+    def with_packages(module: str) -> list[str]:
+        parts = module.split(".")
+        return [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+
+    def reach(targets: list[str]) -> set[str] | None:
+        """The modules of ours that importing ``targets`` loads; None where it loads a heavy one."""
+        out: set[str] = set()
+        todo = [p for t in targets for p in with_packages(t)]
+        while todo:
+            module = todo.pop()
+            top_name = module.split(".")[0]
+            if top_name in HEAVY:
+                return None
+            if top_name not in OURS:
+                if top_name in sys.stdlib_module_names or top_name in LIGHT:
+                    continue
+                return None
+            if module in out or module not in mods:  # not a module: a name one defines
+                continue
+            out.add(module)
+            todo += [p for dep in loads[module] for p in with_packages(dep)]
+        return out
+
+    found = []
+    for name, nodes in inner.items():
+        is_package = mods[name].name == "__init__.py"
+        for node in nodes:
+            reached = reach(_imported(node, name, is_package, mods))
+            if reached is not None and name not in reached:
+                found.append(f"{mods[name].relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_light_imports_sit_at_the_top_of_their_module():
+    # a reader sees a module's dependencies in its first lines; --help stays light because
+    # what is heavy stays inside functions (tests/perfgate/test_cli.py)
+    assert lazy_light_imports() == []
+
+
+def test_the_top_import_rule_catches_planted_imports(tmp_path):
+    plant(tmp_path, {
+        "light.py": "import json",
+        "heavy.py": "import numpy",
+        "via.py": "from perfgate import heavy",
+        "back.py": "from perfgate import user",
+        "user.py": "def f():\n    import os\n    from perfgate import light\n"
+                   "    from perfgate.via import x\n    import torch\n    from perfgate import back\n"
+                   "    from kernels import gemm\n    from perfgate import heavy as h",
+    })  # fmt: skip
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "__init__.py").write_text("def f():\n    from perfgate import light\n")
+    assert sorted(lazy_light_imports(tmp_path)) == [
+        "lab/__init__.py:2",
+        "perfgate/user.py:2",
+        "perfgate/user.py:3",
+    ]
 
 
 if (
