@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from perfgate.measure.pinning import pin_xdist_worker
+from perfgate.measure.pinning import pin_xdist_worker, share_cores
 
 # perfgate's pytest plugin (the benchmark harness, --perfgate-* options) for every run from the
 # root: declared here, where pytest reads it before parsing options. A tests/perf/conftest.py
@@ -29,6 +29,8 @@ pytest_plugins = ("perfgate.plugin", "perfgate.submission.pytest_plugin", "tests
 
 # one GPU per pytest-xdist worker; must precede every torch.cuda call in this process
 pin_xdist_worker()
+# and its share of the cores; must precede the first import of numpy or torch in this process
+share_cores()
 
 import torch  # noqa: E402
 

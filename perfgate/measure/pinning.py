@@ -1,4 +1,13 @@
-"""One GPU per pytest-xdist worker: ``nox -s test -- -n auto`` on a multi-GPU box.
+"""One GPU, and one share of the cores, per pytest-xdist worker.
+
+**Cores.** ``share_cores()`` gives each worker ``cores // workers`` threads (``OMP_NUM_THREADS``,
+which torch's OpenMP pool reads, and numpy's OpenBLAS where ``OPENBLAS_NUM_THREADS`` is unset).
+Left alone, every worker starts one thread per core in both, and OpenBLAS's idle threads spin:
+two workers on a 2-core machine ran Triton's interpreter (whose ``tl.dot`` is numpy's) at half
+speed each, no faster than one (docs/measurements.md). It must run before numpy or torch is
+imported in the worker; the processes a test starts inherit the worker's share.
+
+**GPUs.** ``nox -s test -- -n auto`` on a multi-GPU box.
 
 ``pin_xdist_worker()`` must run before anything initialises the GPU runtime in the worker (the
 first ``torch.cuda.*`` call: ``is_available()`` and ``device_count()`` included), because CUDA and
@@ -29,6 +38,7 @@ from collections.abc import Callable, MutableMapping
 from pathlib import Path
 
 VISIBLE_VARS = ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _WORKER_RE = re.compile(r"gw(\d+)")
 _RENDER_MINOR_RE = re.compile(r"^drm_render_minor\s+(\d+)\s*$", re.MULTILINE)
 
@@ -134,3 +144,29 @@ def pin_xdist_worker(
     for name in VISIBLE_VARS:
         environ[name] = chosen
     return chosen
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def share_cores(
+    environ: MutableMapping[str, str] = os.environ, *, cores: Callable[[], int] = _cores
+) -> int | None:
+    """Set ``OMP_NUM_THREADS`` to this pytest-xdist worker's share of the cores (at least one)
+    and return it. None, changing nothing, outside xdist or where the user set the thread count
+    already (``OMP_NUM_THREADS`` or ``OPENBLAS_NUM_THREADS``): theirs is kept."""
+    count = environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not environ.get("PYTEST_XDIST_WORKER") or not count:
+        return None
+    if any(name in environ for name in THREAD_VARS):
+        return None
+    try:
+        workers = int(count)
+    except ValueError:
+        raise ValueError(
+            f"PYTEST_XDIST_WORKER_COUNT={count!r}: expected a positive integer"
+        ) from None
+    threads = max(1, cores() // max(1, workers))
+    environ["OMP_NUM_THREADS"] = str(threads)
+    return threads

@@ -1,4 +1,5 @@
-"""pin_xdist_worker: one GPU per pytest-xdist worker, decided without initialising CUDA/HIP."""
+"""pin_xdist_worker: one GPU per pytest-xdist worker, decided without initialising CUDA/HIP;
+share_cores: one share of the cores per worker."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from perfgate.measure.pinning import (
     amd_gpu_count,
     nvidia_gpu_count,
     pin_xdist_worker,
+    share_cores,
     visible_list,
     worker_index,
 )
@@ -287,3 +289,42 @@ def test_xdist_workers_get_distinct_gpus(tmp_path: Path, given, expected) -> Non
     assert [r["CUDA_VISIBLE_DEVICES"] for r in reports] == chosen  # both runtimes agree
     if "ROCR_VISIBLE_DEVICES" in given:
         assert all(r["ROCR_VISIBLE_DEVICES"] == given["ROCR_VISIBLE_DEVICES"] for r in reports)
+
+
+# ---- share_cores ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("cores", "workers", "threads"), [(2, 2, "1"), (16, 8, "2"), (3, 2, "1"),
+                                                           (2, 4, "1"), (64, 1, "64")])  # fmt: skip
+def test_each_worker_gets_its_share_of_the_cores(cores: int, workers: int, threads: str) -> None:
+    env = {"PYTEST_XDIST_WORKER": "gw0", "PYTEST_XDIST_WORKER_COUNT": str(workers)}
+    assert share_cores(env, cores=lambda: cores) == int(threads)
+    assert env["OMP_NUM_THREADS"] == threads
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {},  # not under xdist
+        {"PYTEST_XDIST_WORKER": "gw1", "PYTEST_XDIST_WORKER_COUNT": "2", "OMP_NUM_THREADS": "4"},
+        {
+            "PYTEST_XDIST_WORKER": "gw1",
+            "PYTEST_XDIST_WORKER_COUNT": "2",
+            "OPENBLAS_NUM_THREADS": "3",
+        },
+    ],
+    ids=["no-xdist", "user-omp", "user-openblas"],
+)
+def test_outside_xdist_or_with_the_users_count_nothing_changes(env: dict[str, str]) -> None:
+    before = dict(env)
+    assert share_cores(env, cores=lambda: 16) is None
+    assert env == before
+
+
+def test_this_worker_runs_torch_on_its_share(request: pytest.FixtureRequest) -> None:
+    # the variable is only honoured if it was set before torch was imported (tests/conftest.py)
+    if not hasattr(request.config, "workerinput"):
+        pytest.skip("not a pytest-xdist worker (nox -s test spreads over the cores: -n auto)")
+    import torch
+
+    assert torch.get_num_threads() == int(os.environ["OMP_NUM_THREADS"])
