@@ -76,15 +76,16 @@ def main(argv: list[str] | None = None) -> int:
     answer = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     sys.stdout.flush()
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # prints of the code under test: stderr
-    if args.part == "host" and "triton" not in sys.modules:
-        import torch
-
-        if not torch.cuda.is_available():
-            os.environ["TRITON_INTERPRET"] = "1"  # before triton loads: the CPU counts
-    elif args.part == "static":
+    if args.part == "static":
         os.environ.pop("TRITON_INTERPRET", None)
     try:
+        # first: a revision without kernels is answered before torch is loaded (2 s of a CPU)
         use_kernels_from(args.kernels_root)
+        if args.part == "host" and "triton" not in sys.modules:
+            import torch
+
+            if not torch.cuda.is_available():
+                os.environ["TRITON_INTERPRET"] = "1"  # before triton loads: the CPU counts
         result = {"ok": True, "facts": facts(args.part, args.shape, args.target, args.rounds)}
         code = 0
     except Exception as exc:
