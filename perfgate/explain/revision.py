@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import perfgate
-from perfgate import spawn
+from perfgate import cores, spawn
 
 # The checkout whose perfgate runs this command: the children's working directory, so that
 # ``python -m perfgate.explain.child`` imports this very perfgate (the package docstring).
@@ -114,7 +114,7 @@ def static_and_host(
     work = [(side, "static") for side in sides]
     if host:
         work += [(side, "host") for side in sides]
-    jobs = jobs or max(1, min(len(work), _cpus()))
+    jobs = jobs or max(1, min(len(work), cores.usable()))
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         futures = {
             (side.label, part): pool.submit(
@@ -147,7 +147,3 @@ def device_facts(
             run_child(side.root, "device", shapes, deadline=deadline, rounds=rounds, env=env)
         )
     return out
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

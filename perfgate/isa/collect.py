@@ -26,7 +26,7 @@ from typing import Any
 
 from kernels.targets import TARGETS as REGISTRY
 from kernels.targets import Target, get_target
-from perfgate import spawn
+from perfgate import cores, spawn
 from perfgate.atomic import write_json
 from perfgate.gate.paths import SCHEMA
 from perfgate.isa import metrics
@@ -408,9 +408,7 @@ def collect(
 
 def default_jobs() -> int:
     """One worker per CPU the process may use."""
-    return (
-        len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    )
+    return cores.usable()
 
 
 def write_report(path: Path, report: dict[str, Any]) -> None:

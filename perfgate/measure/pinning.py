@@ -37,6 +37,8 @@ import warnings
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
 
+from perfgate.cores import usable
+
 VISIBLE_VARS = ("HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 _WORKER_RE = re.compile(r"gw(\d+)")
@@ -146,12 +148,8 @@ def pin_xdist_worker(
     return chosen
 
 
-def _cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
 def share_cores(
-    environ: MutableMapping[str, str] = os.environ, *, cores: Callable[[], int] = _cores
+    environ: MutableMapping[str, str] = os.environ, *, cores: Callable[[], int] = usable
 ) -> int | None:
     """Set ``OMP_NUM_THREADS`` to this pytest-xdist worker's share of the cores (at least one)
     and return it. None, changing nothing, outside xdist or where the user set the thread count
