@@ -41,6 +41,13 @@ from perfgate.refusal import Refusal, RunFailure
 from perfgate.submission import bench as submission
 from perfgate.variants import VARIANTS_ENV
 
+# what --extend cannot go with: another baseline (--isa), or a replacement's permissions
+EXTEND_CLASHES = {
+    "--isa": "isa",
+    "--replace-device": "replace_device",
+    "--allow-drop": "allow_drop",
+}
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     bench = subparsers.add_parser(
@@ -85,6 +92,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="independent runs to pool (default: baseline_runs of [tool.perfgate]); >= 2 "
         f"records each benchmark's run-to-run spread, which sets its threshold ({runs.expected})",
+    )
+    update.add_argument(
+        "--extend",
+        action="store_true",
+        help="add this machine's runs to the stored baseline instead of replacing it (the same "
+        "commit and environment): a baseline pooled over several machines, whose threshold "
+        "covers their offsets",
     )
     update.add_argument(
         "--replace-device",
@@ -262,6 +276,12 @@ def _missing_baseline(mode: str, base: Path, key: str, out, args) -> int:
 
 
 def update_command(args: argparse.Namespace) -> int:
+    if args.extend:
+        clash = [f for f, on in EXTEND_CLASHES.items() if getattr(args, on)]
+        if clash:
+            raise Refusal(
+                f"--extend adds runs to the stored baseline; {clash[0]} cannot go with it"
+            )
     if args.isa:
         return _update_isa(args)
     timing = submission.configure(args)
@@ -281,6 +301,8 @@ def update_command(args: argparse.Namespace) -> int:
 def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
     prog = "perfgate update-baselines"
     runs = gate.baseline_runs if args.runs is None else args.runs  # checked by its option
+    if args.extend and runs < 2:
+        raise Refusal(f"--extend needs --runs >= 2 (each machine's run-to-run drift), got {runs}")
     try:
         data = _record_runs(mode, args, runs, gate)
     except _RunFailed as exc:  # a pytest run that failed: its exit code, not a refusal
@@ -290,21 +312,48 @@ def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
     problem = _refusal(base, data, args)
     if problem:
         raise Refusal(f"{problem}; baseline unchanged")
+    stored = _extended(base, data) if args.extend else None
     pooled = paths.result_paths(args.results_dir, mode, args.tag)["json"].with_suffix(
         ".pooled.json"
     )
     atomic.write_json(pooled, data)
     if base.exists():
-        print(f"{prog}: {mode}: new baseline against the one it replaces:")
+        what = (
+            "this machine's runs against the stored baseline"
+            if stored
+            else ("new baseline against the one it replaces")
+        )
+        print(f"{prog}: {mode}: {what}:")
         compare_files(base, pooled, settings=gate.stats, allow_missing=True)
-    atomic.write_json(base, data)
+    written = bl.extend_runs(stored, data) if stored else data
+    atomic.write_json(base, written)
     fp = bl.fingerprint(data)
+    pooled_runs = f"{runs} runs pooled"
+    if stored:
+        before = _run_count(stored)
+        pooled_runs = f"{before + runs} runs pooled: {before} stored + {runs} of this machine"
     print(
-        f"{prog}: wrote {base} ({len(data['benchmarks'])} benchmarks, {runs} runs pooled, "
+        f"{prog}: wrote {base} ({len(data['benchmarks'])} benchmarks, {pooled_runs}, "
         f"commit {fp.get('git_commit')}{' + uncommitted changes' if fp.get('git_dirty') else ''})"
         "; commit it"
     )
     return history.keep(args, pooled, 0, "update-baselines")
+
+
+def _extended(base: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """The stored baseline that ``--extend`` adds this machine's runs to; Refusal when there is
+    none or the runs cannot be pooled with it (:func:`perfgate.gate.baseline.extension_refusal`)."""
+    if not base.exists():
+        raise Refusal(f"--extend: no baseline at {base} to extend; baseline unchanged")
+    stored = bl.load(base)
+    problem = bl.extension_refusal(stored, data)
+    if problem:
+        raise Refusal(f"--extend: {problem}; baseline unchanged")
+    return stored
+
+
+def _run_count(data: dict[str, Any]) -> int:
+    return len(data["benchmarks"][0]["extra_info"][bl.RUNS_KEY]["medians"])
 
 
 class _RunFailed(Exception):
@@ -338,7 +387,7 @@ def _refusal(base: Path, data: dict[str, Any], args: argparse.Namespace) -> str 
             "the run records no git commit (not a git checkout?); a baseline must say what it "
             "measured"
         )
-    if not base.exists():
+    if not base.exists() or args.extend:  # --extend: _extended's checks
         return None
     old, unusable = bl.load_replaced(base)
     if old is None:

@@ -296,6 +296,71 @@ def pool_runs(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def extend_runs(stored: dict[str, Any], pooled: dict[str, Any]) -> dict[str, Any]:
+    """``stored`` (a baseline) with the runs of ``pooled`` (this machine's runs, pooled by
+    :func:`pool_runs`) added: samples concatenated, per-run and per-process medians listed after
+    the stored ones. A baseline so extended spans several machines of one device class, and its
+    robust run-to-run drift (the stored gate's threshold) covers their offsets. The caller checks
+    that both measured the same commit on the same device in the same environment
+    (:func:`extension_refusal`). Raises BaselineError when the files do not match."""
+    for data in (stored, pooled):
+        if not is_pooled(data):
+            raise BaselineError("only a baseline of >= 2 runs can be extended or extend one")
+    _check_matching([stored, pooled], "file")
+    more = {b["fullname"]: b for b in pooled["benchmarks"]}
+    out = copy.deepcopy(stored)
+    for bench in out["benchmarks"]:
+        other = more[bench["fullname"]]
+        bench["stats"].update(stats_block(bench["stats"]["data"] + other["stats"]["data"]))
+        extra, new = bench["extra_info"], other["extra_info"]
+        for key, count in ((RUNS_KEY, "runs"), (PROCESSES_KEY, "processes")):
+            if key in extra and key in new:
+                extra[key] = _medians_record(
+                    count,
+                    extra[key]["rounds"] + new[key]["rounds"],
+                    extra[key]["medians"] + new[key]["medians"],
+                )
+            else:  # a record of the stored runs alone would misdescribe the samples
+                extra.pop(key, None)
+    return out
+
+
+def is_pooled(data: dict[str, Any]) -> bool:
+    """Every benchmark of ``data`` records its per-run medians and rounds (>= 2 runs)."""
+    return all(
+        (b.get("extra_info") or {}).get(RUNS_KEY, {}).get("rounds") is not None
+        for b in data["benchmarks"]
+    )
+
+
+def extension_refusal(stored: dict[str, Any], pooled: dict[str, Any]) -> str | None:
+    """Why ``pooled`` must not extend ``stored`` (:func:`extend_runs`), or None: runs pooled into
+    one baseline must have measured the same code (one commit, no uncommitted changes) in the
+    same environment (every fingerprint key, the card's clock settings included)."""
+    if mode(stored) != mode(pooled) or device_key(stored) != device_key(pooled):
+        return "the stored baseline was recorded on another device or in another mode"
+    if not is_pooled(stored):
+        return "the stored baseline records no per-run medians (one run); record it again"
+    missing = sorted(set(samples(stored)) ^ set(samples(pooled)))
+    if missing:
+        return (
+            f"this run and the stored baseline measured other benchmarks (e.g. {missing[0]}); "
+            "run the stored baseline's selection"
+        )
+    old, new = fingerprint(stored), fingerprint(pooled)
+    for fp, whose in ((old, "the stored baseline"), (new, "this run")):
+        if not fp.get("git_commit") or fp.get("git_dirty"):
+            return f"{whose} names no clean commit; only runs of one commit can be pooled"
+    changed = [k for k in FINGERPRINT_KEYS if old.get(k) != new.get(k)]
+    if changed:
+        key = changed[0]
+        return (
+            f"the stored baseline was recorded with another {key} ({old.get(key)!r}, this run "
+            f"{new.get(key)!r}); only runs of one commit in one environment can be pooled"
+        )
+    return None
+
+
 def pool_processes(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """One run from the files of its processes (``perfgate bench`` splits a run's rounds over
     ``processes.<mode>`` of them): samples concatenated, each process's median recorded in
@@ -324,13 +389,8 @@ def _record(data: dict[str, Any], name: str, key: str) -> dict[str, Any] | None:
 def _pool(parts: list[dict[str, Any]], what: str, key: str, count: str) -> dict[str, Any]:
     if not parts:
         raise BaselineError(f"no {count} to pool")
+    _check_matching(parts, what)
     first = parts[0]
-    names = [b["fullname"] for b in first["benchmarks"]]
-    for i, part in enumerate(parts[1:], 1):
-        if (device_key(part), mode(part)) != (device_key(first), mode(first)):
-            raise BaselineError(f"{what} {i} was recorded on another device or in another mode")
-        if sorted(b["fullname"] for b in part["benchmarks"]) != sorted(names):
-            raise BaselineError(f"{what} {i} measured other benchmarks than {what} 0")
     per_part = [samples(part) for part in parts]
     out = copy.deepcopy(first)
     for bench in out["benchmarks"]:
@@ -344,6 +404,18 @@ def _pool(parts: list[dict[str, Any]], what: str, key: str, count: str) -> dict[
                 [statistics.median(s[name]) for s in per_part],
             )
     return out
+
+
+def _check_matching(parts: list[dict[str, Any]], what: str) -> None:
+    """The same device key, mode and benchmarks in every part; BaselineError naming the first
+    that differs."""
+    first = parts[0]
+    names = sorted(b["fullname"] for b in first["benchmarks"])
+    for i, part in enumerate(parts[1:], 1):
+        if (device_key(part), mode(part)) != (device_key(first), mode(first)):
+            raise BaselineError(f"{what} {i} was recorded on another device or in another mode")
+        if sorted(b["fullname"] for b in part["benchmarks"]) != names:
+            raise BaselineError(f"{what} {i} measured other benchmarks than {what} 0")
 
 
 def append_samples(data: dict[str, Any], more: dict[str, Any]) -> None:

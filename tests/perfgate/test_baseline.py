@@ -492,3 +492,67 @@ def test_a_committed_baseline_names_a_commit_of_this_history(rel, history_git):
     assert history_git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0, (
         f"{rel}: {commit} is not an ancestor of HEAD"
     )
+
+
+# -- a baseline over several machines (update-baselines --extend) ------------------------------
+def test_extending_a_pooled_baseline_equals_pooling_every_run(make_result, gpu_like):
+    runs = _runs(make_result, gpu_like, factors=(1.0, 1.002, 1.03, 1.031))
+    extended = bl.extend_runs(bl.pool_runs(runs[:2]), bl.pool_runs(runs[2:]))
+    assert extended == bl.pool_runs(runs)  # samples, stats and per-run records, exactly
+    drift = bl.drifts(extended)["t::a"]
+    assert drift > 3 * bl.drifts(bl.pool_runs(runs[:2]))["t::a"]  # the machines' offset counts
+
+
+def test_extending_keeps_every_process_of_both_machines(make_result, gpu_like):
+    def machine(offset: float) -> dict:
+        return bl.pool_runs(
+            [
+                bl.pool_processes(_runs(make_result, gpu_like, factors=(offset, offset * 1.01)))
+                for _ in range(2)
+            ]
+        )
+
+    stored, mine = machine(1.0), machine(1.03)
+    extended = bl.extend_runs(stored, mine)
+    for i, bench in enumerate(extended["benchmarks"]):
+        procs = bench["extra_info"][bl.PROCESSES_KEY]
+        assert procs["processes"] == 8 and procs["rounds"] == [20] * 8
+        assert procs["medians"] == [
+            m
+            for f in (stored, mine)
+            for m in f["benchmarks"][i]["extra_info"][bl.PROCESSES_KEY]["medians"]
+        ]
+
+
+@pytest.mark.parametrize(
+    ("fingerprint", "message"),
+    [
+        ({"git_commit": "fedcba9"}, "another git_commit ('0123abc', this run 'fedcba9')"),
+        ({"triton": "3.7.0"}, "another triton"),
+        ({"driver": "999.1"}, "another driver"),
+        ({"git_dirty": True}, "this run names no clean commit"),
+    ],
+)
+def test_only_runs_of_one_commit_in_one_environment_extend_a_baseline(
+    make_result, gpu_like, fingerprint, message
+):
+    stored = bl.pool_runs(_runs(make_result, gpu_like, factors=(1.0, 1.0)))
+    names = {"t::a": gpu_like(7, 20), "t::b": gpu_like(8, 20)}
+    mine = bl.pool_runs([make_result(names, **fingerprint), make_result(names, **fingerprint)])
+    assert message in bl.extension_refusal(stored, mine)
+    assert bl.extension_refusal(stored, bl.pool_runs(_runs(make_result, gpu_like))) is None
+
+
+def test_what_cannot_extend_a_baseline_is_named(make_result, gpu_like):
+    stored = bl.pool_runs(_runs(make_result, gpu_like, factors=(1.0, 1.0)))
+    one = make_result({"t::a": gpu_like(1, 20)})
+    fewer = bl.pool_runs([one, one])
+    assert "measured other benchmarks (e.g. t::b)" in bl.extension_refusal(stored, fewer)
+    single = _runs(make_result, gpu_like, factors=(1.0,))[0]
+    assert "records no per-run medians" in bl.extension_refusal(single, stored)
+    other_mode = bl.pool_runs(
+        [make_result({"t::a": [1e-5] * 20, "t::b": [1e-5] * 20}, mode="leaderboard")] * 2
+    )
+    assert "another device or in another mode" in bl.extension_refusal(stored, other_mode)
+    with pytest.raises(bl.BaselineError, match="only a baseline of >= 2 runs"):
+        bl.extend_runs(stored, single)

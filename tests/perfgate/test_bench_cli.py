@@ -502,3 +502,83 @@ def test_every_look_of_bench_is_judged_at_alpha_over_looks(fake_gpu, monkeypatch
     assert seen and set(seen) == {3}  # the adaptive looks and the report's verdicts alike
     report = json.loads((fake_gpu["tmp"] / "results" / "device.compare.json").read_text())
     assert report["summary"]["settings"]["looks"] == 3
+
+
+# -- a baseline over several machines -----------------------------------------------------------
+def _machine(fake_gpu, offset: float) -> None:
+    """Another machine of the device class: the reducer ``offset`` slower than the first."""
+    fake_gpu["factor"] = lambda name, run: offset if "reducer" in name else 1.0
+
+
+def test_extend_adds_a_second_machines_runs_and_its_offset_to_the_threshold(fake_gpu, capsys):
+    dirs = fake_gpu["dirs"]
+    assert main(["update-baselines", "--runs", "2", *dirs]) == 0
+    path = fake_gpu["tmp"] / "pb" / "nvidia-h200" / "device.json"
+    first = load(path)
+    _machine(fake_gpu, 1.03)
+    assert main(["bench", "--no-warmup-pass", *dirs]) == 1  # one machine's baseline: 3% fails
+    capsys.readouterr()
+    assert main(["update-baselines", "--runs", "2", "--extend", *dirs]) == 0
+    out = capsys.readouterr().out
+    assert "device: this machine's runs against the stored baseline:" in out
+    assert f"wrote {path} (2 benchmarks, 4 runs pooled: 2 stored + 2 of this machine, " in out
+    extended = load(path)
+    for old, new in zip(first["benchmarks"], extended["benchmarks"], strict=True):
+        runs = new["extra_info"]["perfgate_runs"]
+        assert runs["rounds"] == [40] * 4 and new["stats"]["rounds"] == 160
+        assert runs["medians"][:2] == old["extra_info"]["perfgate_runs"]["medians"]
+        assert new["stats"]["data"][:80] == old["stats"]["data"]
+    assert main(["bench", "--no-warmup-pass", *dirs]) == 0  # both machines now pass
+    _machine(fake_gpu, 1.0)
+    assert main(["bench", "--no-warmup-pass", *dirs]) == 0
+    fake_gpu["factor"] = 1.2
+    assert main(["bench", "--no-warmup-pass", *dirs]) == 1  # and a real slowdown still fails
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--replace-device"], "--replace-device cannot go with it"),
+        (["--allow-drop"], "--allow-drop cannot go with it"),
+        (["--isa"], "--isa cannot go with it"),
+        (["--runs", "1"], "--extend needs --runs >= 2 (each machine's run-to-run drift), got 1"),
+    ],
+)
+def test_extend_refuses_what_cannot_go_with_it_before_measuring(fake_gpu, capsys, argv, message):
+    assert main(["update-baselines", "--extend", *argv, *fake_gpu["dirs"]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err
+    assert fake_gpu["commands"] == [] and not (fake_gpu["tmp"] / "pb").exists()
+
+
+@pytest.mark.parametrize(
+    ("stored", "fingerprint", "message"),
+    [
+        (False, {}, "--extend: no baseline at "),
+        (True, {"git_commit": "fedcba9"}, "--extend: the stored baseline was recorded with "
+         "another git_commit ('0123abc', this run 'fedcba9')"),
+        (True, {"torch": "2.12.0"}, "--extend: the stored baseline was recorded with another torch"),
+        (True, {"compute_units": 66}, "another compute_units (132, this run 66)"),
+    ],
+)  # fmt: skip
+def test_extend_refuses_runs_it_cannot_pool_and_keeps_the_baseline(
+    fake_gpu, capsys, stored, fingerprint, message
+):
+    path = fake_gpu["tmp"] / "pb" / "nvidia-h200" / "device.json"
+    if stored:
+        assert main(["update-baselines", "--runs", "2", *fake_gpu["dirs"]]) == 0
+    before = path.read_bytes() if stored else None
+    capsys.readouterr()
+    fake_gpu["fingerprint"] = fingerprint
+    assert main(["update-baselines", "--runs", "2", "--extend", *fake_gpu["dirs"]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.endswith("; baseline unchanged\n")
+    assert (path.read_bytes() if stored else None) == before and path.exists() == stored
+
+
+def test_extend_refuses_another_selection(fake_gpu, capsys):
+    assert main(["update-baselines", "--runs", "2", *fake_gpu["dirs"]]) == 0
+    fake_gpu["names"] = NAMES[:1]
+    argv = ["update-baselines", "--runs", "2", "--extend", "-k", "leaderboard", *fake_gpu["dirs"]]
+    assert main(argv) == 2
+    assert "measured other benchmarks (e.g. tests/perf/test_reducer.py" in capsys.readouterr().err
