@@ -65,10 +65,15 @@ class Unit:
     with_extra: Callable[[Callable[[], None]], Any]
 
 
+def named(environ: Any = None) -> str:
+    """The module ``PERFGATE_VARIANTS`` names; empty where it is unset or blank."""
+    return (os.environ if environ is None else environ).get(VARIANTS_ENV, "").strip()
+
+
 def provider(environ: Any = None) -> Any:
     """The module ``PERFGATE_VARIANTS`` names, or None where it is unset or blank;
     VariantsError, one line, where it cannot be imported or lacks the hooks."""
-    name = (os.environ if environ is None else environ).get(VARIANTS_ENV, "").strip()
+    name = named(environ)
     if not name:
         return None
     try:

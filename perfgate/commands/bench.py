@@ -26,7 +26,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from perfgate import atomic, spawn
+from perfgate import atomic, spawn, variants
 from perfgate.commands import base
 from perfgate.explain import wiring as explain
 from perfgate.gate import baseline as bl
@@ -286,7 +286,7 @@ def update_command(args: argparse.Namespace) -> int:
         return _update_isa(args)
     timing = submission.configure(args)
     gate = _gate_settings("update-baselines", args)
-    if os.environ.get(VARIANTS_ENV, "").strip():
+    if variants.named():
         raise Refusal(f"{VARIANTS_ENV} is set; an injected slowdown must never become a baseline")
     if not base.gpu_available():
         base.no_gpu("update-baselines")  # GpuRequired where a GPU is required

@@ -37,8 +37,6 @@ from perfgate.history.store import Query, display, local_path, open_store
 from perfgate.modes import MODE_NAMES
 from perfgate.refusal import Refusal
 
-PROG = "perfgate history"
-
 
 class UsageError(Refusal):
     """Unusable input: one line, exit 2."""

@@ -16,9 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from perfgate import variants
-from perfgate.modes import WHOLE_CALL_MODE_NAMES
-
-WHOLE_CALL_MODES = WHOLE_CALL_MODE_NAMES
 
 
 class RotatingCall:

@@ -61,7 +61,7 @@ from perfgate.measure import ab_worker
 from perfgate.measure.clock import flushed_rounds
 from perfgate.measure.flush import for_mode, rotation_count
 from perfgate.measure.launch import build_launch
-from perfgate.modes import AB_MODE_NAMES, get
+from perfgate.modes import AB_MODE_NAMES, WHOLE_CALL_MODE_NAMES, get
 from perfgate.submission.export import NAME_PREFIX
 from perfgate.submission.load import SubmissionError, load
 
@@ -171,7 +171,7 @@ class Worker:
         from perfgate.measure.harness import batched_launch
 
         named = {variant_name(lv): lv for lv in levels}
-        if self.mode in ab_worker.WHOLE_CALL_MODES:
+        if self.mode in WHOLE_CALL_MODE_NAMES:
             self.benches[name], info = ab_worker.prepare_whole_call(
                 work, named, self.flush, cycles, PLAIN
             )

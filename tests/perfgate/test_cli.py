@@ -302,13 +302,12 @@ def test_the_ab_path_takes_its_modes_from_modes_py():
     from perfgate import modes
     from perfgate.gate import settings
     from perfgate.hunt import culprits
-    from perfgate.measure import ab_worker
     from perfgate.measure import worker as ab_process
 
     assert (
         settings.AB_MODES == culprits.AB_MODES == modes.AB_MODE_NAMES == ("device", "leaderboard")
     )
-    assert ab_worker.WHOLE_CALL_MODES == modes.WHOLE_CALL_MODE_NAMES == ("leaderboard",)
+    assert modes.WHOLE_CALL_MODE_NAMES == ("leaderboard",)
     (action,) = [a for a in _commands()["ab"]._actions if "--mode" in a.option_strings]
     assert tuple(action.choices) == modes.AB_MODE_NAMES  # the lab's experiment: tests/lab
     with pytest.raises(SystemExit):
