@@ -60,6 +60,37 @@ def _cli(
     return subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=300)
 
 
+# perfgate's main as ``python -m perfgate`` runs it, then on stdout the heavy libraries it loaded
+_PROBE = (
+    "import sys\n"
+    "from perfgate.__main__ import main\n"
+    "code = main(sys.argv[1:])\n"
+    "print(sorted(m for m in ('torch', 'triton') if m in sys.modules))\n"
+    "sys.exit(code)\n"
+)
+
+
+def _refused(
+    *args: str,
+    target: str = "gfx950",
+    providers: str = SAMPLES,
+    env: dict[str, str] | None = None,
+    loads: tuple[str, ...] = (),
+) -> subprocess.CompletedProcess:
+    """``perfgate isa`` that must refuse: exit 2, one line on stderr, nothing else on stdout than
+    the probe's list of heavy libraries, which must be ``loads``. A refusal that waits for torch
+    (seconds) costs every CI run and every test of it that time."""
+    cmd = [sys.executable, "-c", _PROBE, "isa", "--target", target, "--providers", providers]
+    cmd += ["--skip-native", "--jobs", "1", *args]
+    result = subprocess.run(
+        cmd, cwd=ROOT, env=env or _env(), capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stdout == f"{sorted(loads)}\n", result.stdout + result.stderr
+    return result
+
+
 def _collect(target: str, path: Path) -> dict:
     result = _cli("--json", str(path), target=target)
     assert result.returncode == 0, result.stderr
@@ -305,9 +336,7 @@ def test_render_echoes_the_tolerances_it_used(gfx950_report):
 
 
 def test_cli_bad_tolerance_is_exit_2_before_compiling():
-    result = _cli("--isa-vgpr-tolerance-rel", "2")
-    assert result.returncode == 2, result.stdout + result.stderr
-    assert result.stderr.count("\n") == 1, result.stderr
+    result = _refused("--isa-vgpr-tolerance-rel", "2")
     assert (
         "--isa-vgpr-tolerance-rel: isa.vgpr_tolerance_rel must be a fraction in [0, 1), got 2.0"
         in result.stderr
@@ -458,8 +487,7 @@ def test_cli_unusable_baseline_exits_2(tmp_path, content, message):
     path = tmp_path / "baseline.json"
     if content is not None:
         path.write_text(content)
-    result = _cli("--check", str(path))
-    assert result.returncode == 2, result.stdout + result.stderr
+    result = _refused("--check", str(path))
     assert message in result.stderr
 
 
@@ -475,24 +503,34 @@ def test_cli_non_utf8_baseline_exits_2_with_one_line(tmp_path, content):
     path.write_bytes(content)
     with pytest.raises(gate.IsaReportError, match=r"not UTF-8 text \(byte 0x"):
         gate.load(path)
-    result = _cli("--check", str(path))
-    assert result.returncode == 2, result.stdout + result.stderr  # unusable input, not regression
+    result = _refused("--check", str(path))  # unusable input (exit 2), not a regression
     assert "Traceback" not in result.stderr and "not UTF-8 text" in result.stderr
 
 
 def test_missing_provider_is_an_error():
-    result = _cli(providers="kernels.no_such_module", target="sm90")
-    assert result.returncode == 2
+    # triton, for its version in the report; torch only with a provider that imports it
+    result = _refused(providers="kernels.no_such_module", target="sm90", loads=("triton",))
     assert "kernels.no_such_module" in result.stderr
     with pytest.raises(collect.ProviderError, match="no compile_specs"):
         collect.load_specs("perfgate.isa.metrics", "gfx950")
 
 
 def test_interpreter_mode_is_refused():
-    env = {**_env(), "TRITON_INTERPRET": "1"}
-    cmd = [sys.executable, "-m", "perfgate", "isa", "--target", "sm90", "--providers", SAMPLES]
-    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2 and "TRITON_INTERPRET" in result.stderr
+    result = _refused(target="sm90", env={**_env(), "TRITON_INTERPRET": "1"})
+    assert "TRITON_INTERPRET" in result.stderr
+
+
+@pytest.mark.parametrize("value", [None, "", "0", "1", "true", "false", "off", " 0", "00"])
+def test_interpreter_is_read_as_the_kernels_read_it(monkeypatch, value):
+    # perfgate isa reads the variable itself (kernels.device imports torch): never otherwise
+    from kernels.device import interpret_mode
+    from perfgate.commands.isa import interpreter_on
+
+    if value is None:
+        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    else:
+        monkeypatch.setenv("TRITON_INTERPRET", value)
+    assert interpreter_on() is interpret_mode(), value
 
 
 def test_missing_ziglang_fails_unless_skipped(monkeypatch):
