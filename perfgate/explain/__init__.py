@@ -19,9 +19,10 @@ by side and ranked (docs/explain.md):
   together, :mod:`~perfgate.explain.wiring` is what the gates (``ab``, ``bench``, ``triage``)
   call, under a time budget, never failing them.
 
-**Whose code computes a revision's facts (decision).** Each revision's facts come from a child
-process (:mod:`~perfgate.explain.child`, started through :mod:`perfgate.spawn`, so that it dies
-with the command) that imports **that revision's** ``kernels`` package (a git worktree of it,
+**Whose code computes a revision's facts (decision).** Each revision's facts come from a process
+of its own (forked by a child, :mod:`~perfgate.explain.child`, started through
+:mod:`perfgate.spawn`, so that it dies with the command, once it has loaded torch and nothing of
+any revision's) that imports **that revision's** ``kernels`` package (a git worktree of it,
 put first on the path the way an A/B worker does it,
 :func:`perfgate.measure.worker.use_kernels_from`) and **this checkout's** ``perfgate``: the
 measuring tool (the compile, the ISA parsers, the census, the timer) is the same on both sides,

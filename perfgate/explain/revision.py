@@ -1,15 +1,19 @@
 """The parent's side of a revision's facts: its tree (a git worktree, or this working tree), the
 children that compute its facts (:mod:`perfgate.explain.child`), each under the time left.
 
-Children run at once up to ``jobs`` (static and host of both sides: four on a runner's many
-cores, two on a 2-core box), started through :mod:`perfgate.spawn`, so an interrupted command
-takes them with it and a child past the deadline is stopped; what it could not finish is then
-``{"error": "not finished within ..."}``, never a hang. The device split (a GPU) runs after them,
-the two sides' children alternated base, head, head, base (ABBA) so that drift cancels.
+One child per part computes the facts of every revision, each in a process of its own that it
+forks (the child's docstring says why); the static and the host child run at once, sharing the
+usable cores among their forks. A revision whose tree holds no ``kernels`` package is answered
+here, without a child. Children are started through :mod:`perfgate.spawn`, so an interrupted
+command takes them with it and a child past the deadline is stopped; what it could not finish is
+then ``{"error": "not finished within ..."}``, never a hang. The device split (a GPU) runs after
+them, one child per pass, the two sides' alternated base, head, head, base (ABBA) so that drift
+cancels.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -50,8 +54,90 @@ class Deadline:
         return None if self.end is None else max(0.0, self.end - self.clock())
 
 
+def has_kernels(root: Path) -> bool:
+    """Whether ``root`` holds a ``kernels`` package (what a revision's children import)."""
+    return (Path(root) / "kernels" / "__init__.py").is_file()
+
+
 def _key(shape: Sequence[int]) -> str:
     return ",".join(map(str, shape))
+
+
+def run_children(
+    roots: Sequence[Path],
+    part: str,
+    shapes: Sequence[Sequence[int]],
+    targets: Sequence[str] = (),
+    *,
+    deadline: Deadline,
+    rounds: int = 30,
+    env: dict[str, str] | None = None,
+    jobs: int = 1,
+) -> dict[Path, dict[str, Any]]:
+    """Each root's facts, by shape key, from one child; a root that failed has every shape's
+    entry ``{"error": ...}``."""
+
+    def failed(why: str) -> dict[str, Any]:
+        return {_key(s): {"error": why} for s in shapes}
+
+    left = deadline.left()
+    if left is not None and left < 1.0:
+        why = f"not started: the time budget of {deadline.budget_s:g} s was spent"
+        return {root: failed(why) for root in roots}
+    out = {
+        root: failed(f"{root} has no kernels package") for root in roots if not has_kernels(root)
+    }
+    todo = [root for root in roots if root not in out]
+    if not todo:
+        return out
+    cmd = [sys.executable, "-m", "perfgate.explain.child"]
+    for root in todo:
+        cmd += ["--kernels-root", str(root)]
+    cmd += ["--part", part, "--rounds", str(rounds), "--jobs", str(jobs)]
+    for s in shapes:
+        cmd += ["--shape", _key(s)]
+    for t in targets:
+        cmd += ["--target", t]
+    child_env = dict(os.environ if env is None else env)
+    if part == "static":
+        child_env.pop("TRITON_INTERPRET", None)  # an interpreted function cannot be compiled
+    if part == "host":
+        # counted on the CPU, launches counted and not run, on a GPU box too: no device, no
+        # reducer build, the same counts on every machine (perfgate host's interpreter counts)
+        child_env.update(dict.fromkeys(HIDE_GPUS, ""))
+    late = None
+    try:
+        proc = spawn.run(
+            cmd, cwd=PERFGATE_ROOT, env=child_env, capture_output=True, text=True, timeout=left
+        )
+        stdout, stderr = proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as exc:  # the revisions it finished still count
+        late = f"not finished within the time budget of {deadline.budget_s:g} s"
+        stdout, stderr = _text(exc.stdout), _text(exc.stderr)
+    answers = {}
+    for line in stdout.splitlines():
+        with contextlib.suppress(ValueError, KeyError, TypeError):
+            answer = json.loads(line)
+            answers[answer["root"]] = answer
+    for root in todo:
+        answer = answers.get(str(root))
+        if answer is None:
+            tail = " ".join(stderr.split())[-300:]
+            why = (
+                late or f"the {part} child {spawn.describe(proc.returncode)}: {tail or 'no output'}"
+            )
+            out[root] = failed(why)
+        elif not answer.get("ok"):
+            out[root] = failed(f"the {part} child: {answer.get('error')}")
+        else:
+            out[root] = answer["facts"]
+    return out
+
+
+def _text(data: bytes | str | None) -> str:
+    if isinstance(data, bytes):
+        return data.decode(errors="replace")
+    return data or ""
 
 
 def run_child(
@@ -64,41 +150,10 @@ def run_child(
     rounds: int = 30,
     env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One child's facts, by shape key; on failure every shape's entry is ``{"error": ...}``."""
-    cmd = [sys.executable, "-m", "perfgate.explain.child", "--kernels-root", str(root)]
-    cmd += ["--part", part, "--rounds", str(rounds)]
-    for s in shapes:
-        cmd += ["--shape", _key(s)]
-    for t in targets:
-        cmd += ["--target", t]
-    child_env = dict(os.environ if env is None else env)
-    if part == "static":
-        child_env.pop("TRITON_INTERPRET", None)  # an interpreted function cannot be compiled
-    if part == "host":
-        # counted on the CPU, launches counted and not run, on a GPU box too: no device, no
-        # reducer build, the same counts on every machine (perfgate host's interpreter counts)
-        child_env.update(dict.fromkeys(HIDE_GPUS, ""))
-    left = deadline.left()
-
-    def failed(why: str) -> dict[str, Any]:
-        return {_key(s): {"error": why} for s in shapes}
-
-    if left is not None and left < 1.0:
-        return failed(f"not started: the time budget of {deadline.budget_s:g} s was spent")
-    try:
-        proc = spawn.run(
-            cmd, cwd=PERFGATE_ROOT, env=child_env, capture_output=True, text=True, timeout=left
-        )
-    except subprocess.TimeoutExpired:
-        return failed(f"not finished within the time budget of {deadline.budget_s:g} s")
-    try:
-        answer = json.loads(proc.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        tail = " ".join((proc.stderr or "").split())[-300:]
-        return failed(f"the {part} child {spawn.describe(proc.returncode)}: {tail or 'no output'}")
-    if not answer.get("ok"):
-        return failed(f"the {part} child: {answer.get('error')}")
-    return answer["facts"]
+    """One revision's facts, by shape key (:func:`run_children` of one root)."""
+    return run_children([root], part, shapes, targets, deadline=deadline, rounds=rounds, env=env)[
+        root
+    ]
 
 
 def static_and_host(
@@ -110,21 +165,29 @@ def static_and_host(
     host: bool = True,
     jobs: int | None = None,
 ) -> dict[str, dict[str, Any]]:
-    """``{side label: {"static": facts, "host": facts}}``, the children run at once."""
-    work = [(side, "static") for side in sides]
-    if host:
-        work += [(side, "host") for side in sides]
-    jobs = jobs or max(1, min(len(work), cores.usable()))
-    with ThreadPoolExecutor(max_workers=jobs) as pool:
+    """``{side label: {"static": facts, "host": facts}}``, both parts' children run at once,
+    ``jobs`` (default: the usable cores) revisions computed at once between them."""
+    parts = ["static", "host"] if host else ["static"]
+    jobs = jobs or cores.usable()
+    roots = list(dict.fromkeys(side.root for side in sides))
+    with ThreadPoolExecutor(max_workers=len(parts)) as pool:
         futures = {
-            (side.label, part): pool.submit(
-                run_child, side.root, part, shapes, targets, deadline=deadline
+            part: pool.submit(
+                run_children,
+                roots,
+                part,
+                shapes,
+                targets,
+                deadline=deadline,
+                jobs=max(1, jobs // len(parts)),
             )
-            for side, part in work
+            for part in parts
         }
     out: dict[str, dict[str, Any]] = {side.label: {} for side in sides}
-    for (label, part), future in futures.items():
-        out[label][part] = future.result()
+    for part, future in futures.items():
+        by_root = future.result()
+        for side in sides:
+            out[side.label][part] = by_root[side.root]
     return out
 
 

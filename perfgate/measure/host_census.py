@@ -270,7 +270,7 @@ class Census:
                 sys.setprofile(previous)
 
 
-def _load_dispatch_machinery() -> None:
+def load_dispatch_machinery() -> None:
     """Run one op under an empty dispatch mode, unprofiled. torch imports the machinery of its
     Python dispatch modes (sympy, torch.distributed.tensor, dynamo's utilities) at their first
     use: inside the first profiled call that was about 590,000 profiled Python calls, 7 s of a
@@ -304,7 +304,7 @@ def count_call(call: Callable[[], Any], *, dry: bool, calls: int = COUNTED_CALLS
     from kernels.gemm import clear_launch_cache
 
     per_call = []
-    _load_dispatch_machinery()
+    load_dispatch_machinery()
     clear_launch_cache()  # every binding made while counting (its plans wrapped: _CountedPlan)
     try:
         for i in range(WARMUP_CALLS + calls):

@@ -211,6 +211,68 @@ def test_a_pair_within_the_budget_says_what_it_could_not_finish(tmp_path):
     assert facts == {"256,3072,1536": {"error": "not started: the time budget of 0.5 s was spent"}}
 
 
+def test_a_revision_without_kernels_is_answered_without_a_child(tmp_path, monkeypatch):
+    def no_child(*args, **kwargs):
+        raise AssertionError("a child was started for a tree without kernels")
+
+    monkeypatch.setattr(revision.spawn, "run", no_child)
+    facts = revision.run_child(tmp_path, "host", [SHAPE], deadline=revision.Deadline(None))
+    assert facts == {"256,3072,1536": {"error": f"{tmp_path} has no kernels package"}}
+
+
+def test_the_revisions_a_child_finished_in_time_still_count(tmp_path, monkeypatch):
+    import json
+    import subprocess
+
+    done, late = tmp_path / "done", tmp_path / "late"
+    for root in (done, late):
+        (root / "kernels").mkdir(parents=True)
+        (root / "kernels" / "__init__.py").write_text("")
+    line = json.dumps({"root": str(done), "ok": True, "facts": {"256,3072,1536": {"x": 1}}})
+
+    def timed_out(cmd, **kwargs):
+        raise subprocess.TimeoutExpired(cmd, 9.0, output=(line + "\n").encode())
+
+    monkeypatch.setattr(revision.spawn, "run", timed_out)
+    facts = revision.run_children([done, late], "static", [SHAPE], TARGETS,
+                                  deadline=revision.Deadline(9.0))  # fmt: skip
+    assert facts[done] == {"256,3072,1536": {"x": 1}}
+    assert facts[late] == {"256,3072,1536": {"error": "not finished within the time budget of 9 s"}}
+
+
+_FORKS = """
+import json, os, signal, sys
+from pathlib import Path
+from perfgate.explain import child
+roots = [Path(sys.argv[1]) / str(i) for i in range(4)]
+def compute(root):
+    if root == roots[2]:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"ok": True, "pid": os.getpid(), "root": str(root)}
+answers = {str(root): a for root, a in child.each_forked(roots, 2, compute)}
+print(json.dumps({"forker": os.getpid(), "answers": answers}))
+"""
+
+
+def test_each_revision_is_computed_in_a_process_of_its_own(tmp_path):
+    """The child's forks, from a process of one thread as the child is: every root answered
+    once, none in the forking process, a crash one line."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _FORKS, str(tmp_path)], cwd=revision.PERFGATE_ROOT,
+                          capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+    got = json.loads(done.stdout)
+    roots = [str(tmp_path / str(i)) for i in range(4)]
+    answers = got["answers"]
+    assert sorted(answers) == roots, done.stderr
+    assert answers.pop(roots[2]) == {"ok": False, "error": "the revision's process was killed by SIGKILL"}  # fmt: skip
+    assert all(a["root"] == root for root, a in answers.items())
+    pids = {a["pid"] for a in answers.values()}
+    assert len(pids) == 3 and got["forker"] not in pids
+
+
 @pytest.mark.skipif(
     not __import__("kernels.device").device.interpret_mode(),
     reason="the dry census counts interpreted launches (TRITON_INTERPRET=1: the CPU job's)",
