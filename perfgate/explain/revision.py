@@ -140,22 +140,6 @@ def _text(data: bytes | str | None) -> str:
     return data or ""
 
 
-def run_child(
-    root: Path,
-    part: str,
-    shapes: Sequence[Sequence[int]],
-    targets: Sequence[str] = (),
-    *,
-    deadline: Deadline,
-    rounds: int = 30,
-    env: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """One revision's facts, by shape key (:func:`run_children` of one root)."""
-    return run_children([root], part, shapes, targets, deadline=deadline, rounds=rounds, env=env)[
-        root
-    ]
-
-
 def static_and_host(
     sides: Sequence[Side],
     shapes: Sequence[Sequence[int]],
@@ -206,7 +190,8 @@ def device_facts(
     for label in order:
         side = by_label[label]
         env = (envs or {}).get(label)
-        out[label].append(
-            run_child(side.root, "device", shapes, deadline=deadline, rounds=rounds, env=env)
+        facts = run_children(
+            [side.root], "device", shapes, deadline=deadline, rounds=rounds, env=env
         )
+        out[label].append(facts[side.root])
     return out

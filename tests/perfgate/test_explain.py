@@ -205,10 +205,12 @@ def test_merge_passes_pools_each_kernel():
 
 
 def test_a_pair_within_the_budget_says_what_it_could_not_finish(tmp_path):
-    facts = revision.run_child(
-        tmp_path, "static", [SHAPE], TARGETS, deadline=revision.Deadline(0.5)
+    facts = revision.run_children(
+        [tmp_path], "static", [SHAPE], TARGETS, deadline=revision.Deadline(0.5)
     )
-    assert facts == {"256,3072,1536": {"error": "not started: the time budget of 0.5 s was spent"}}
+    assert facts[tmp_path] == {
+        "256,3072,1536": {"error": "not started: the time budget of 0.5 s was spent"}
+    }
 
 
 def test_a_revision_without_kernels_is_answered_without_a_child(tmp_path, monkeypatch):
@@ -216,8 +218,8 @@ def test_a_revision_without_kernels_is_answered_without_a_child(tmp_path, monkey
         raise AssertionError("a child was started for a tree without kernels")
 
     monkeypatch.setattr(revision.spawn, "run", no_child)
-    facts = revision.run_child(tmp_path, "host", [SHAPE], deadline=revision.Deadline(None))
-    assert facts == {"256,3072,1536": {"error": f"{tmp_path} has no kernels package"}}
+    facts = revision.run_children([tmp_path], "host", [SHAPE], deadline=revision.Deadline(None))
+    assert facts[tmp_path] == {"256,3072,1536": {"error": f"{tmp_path} has no kernels package"}}
 
 
 def test_the_revisions_a_child_finished_in_time_still_count(tmp_path, monkeypatch):
