@@ -8,6 +8,7 @@ Public modules:
 - :mod:`kernels.configs` - tile configs: tuned table, occupancy model, per-shape cache.
 - :mod:`kernels.splitk` - split-K reduction (native reducer or Triton twin).
 - :mod:`kernels.device` - device facts from one place.
+- :mod:`kernels.interpreter` - Triton's CPU interpreter: on or off, usable or not (no torch).
 """
 
 from __future__ import annotations

@@ -21,13 +21,7 @@ import torch
 
 from kernels.compile import CompileSpec
 from kernels.configs import model_config, select_config, tuned_table
-from kernels.device import (
-    TARGET_DEVICES,
-    DeviceInfo,
-    check_kernel_device,
-    device_info,
-    interpret_mode,
-)
+from kernels.device import TARGET_DEVICES, DeviceInfo, check_kernel_device, device_info
 from kernels.gemm_config import (
     GemmConfig,
     effective_splits,
@@ -35,6 +29,7 @@ from kernels.gemm_config import (
     output_tiles,
     workgroups,
 )
+from kernels.interpreter import interpret_mode
 from kernels.layout import padded_scale_shape
 from kernels.mxfp4 import as_uint8
 from kernels.quant import quant_impl

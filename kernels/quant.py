@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import torch
 
-from kernels.device import DeviceInfo, check_kernel_device, device_info, interpret_mode
+from kernels.device import DeviceInfo, check_kernel_device, device_info
+from kernels.interpreter import interpret_mode
 from kernels.targets import QuantPath, quant_path_for
 
 

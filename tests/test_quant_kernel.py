@@ -18,7 +18,8 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kernels.device import device_info, interpret_mode
+from kernels.device import device_info
+from kernels.interpreter import interpret_mode
 from kernels.mxfp4 import quantize_mxfp4
 from kernels.quant import check_impl, quant_impl, quantize_mxfp4_triton
 from kernels.targets import QuantPath, quant_path_for

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
+from kernels.interpreter import interpret_mode
 from perfgate.gate import settings
 from perfgate.gate.compare import check_outputs
 from perfgate.gate.settings import Key
@@ -66,13 +66,6 @@ def _jobs_key():
 JOBS = _jobs_key()
 
 
-def interpreter_on() -> bool:
-    """Whether Triton kernels run in its interpreter, read as ``kernels.device.interpret_mode``
-    reads it (test_isa pins that the two agree): importing kernels.device imports torch, seconds
-    that every refusal of this command would otherwise wait for."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
-
-
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.markup import escape
@@ -87,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         # CI logs: rich would assume 80 columns and fold the long kernel[config] keys unreadably.
         console = Console(width=240)
     err = Console(stderr=True, soft_wrap=True)
-    if interpreter_on():
+    if interpret_mode():
         # Under the interpreter @triton.jit gives functions that triton.compile cannot build.
         raise Refusal("TRITON_INTERPRET is set; this command compiles for real targets: unset it")
 

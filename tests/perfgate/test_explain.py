@@ -276,7 +276,7 @@ def test_each_revision_is_computed_in_a_process_of_its_own(tmp_path):
 
 
 @pytest.mark.skipif(
-    not __import__("kernels.device").device.interpret_mode(),
+    not __import__("kernels.interpreter").interpreter.interpret_mode(),
     reason="the dry census counts interpreted launches (TRITON_INTERPRET=1: the CPU job's)",
 )
 def test_the_dry_host_census_counts_where_the_interpreter_could_not_run_the_kernels(monkeypatch):

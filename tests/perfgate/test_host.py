@@ -193,7 +193,7 @@ def test_cli_exit_codes(tmp_path, capsys, monkeypatch, clean):
 def test_an_interpreter_that_cannot_run_the_kernels_is_refused_before_counting(capsys, monkeypatch):
     # no GPU here (planted) and a triton whose interpreter cannot run the kernels (planted):
     # one line, exit 2, nothing counted
-    import kernels.device
+    import kernels.interpreter
     from perfgate.commands import base
 
     def never():
@@ -201,7 +201,7 @@ def test_an_interpreter_that_cannot_run_the_kernels_is_refused_before_counting(c
 
     monkeypatch.setattr(census, "collect", never)
     monkeypatch.setattr(base, "gpu_available", lambda: False)
-    monkeypatch.setattr(kernels.device, "triton_version", lambda: "3.5.1")
+    monkeypatch.setattr(kernels.interpreter, "triton_version", lambda: "3.5.1")
     assert main(["host", "--gate"]) == 2
     assert capsys.readouterr().err == (
         "perfgate host: error: no GPU on this machine, and triton 3.5.1's interpreter cannot run "

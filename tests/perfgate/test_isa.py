@@ -520,19 +520,6 @@ def test_interpreter_mode_is_refused():
     assert "TRITON_INTERPRET" in result.stderr
 
 
-@pytest.mark.parametrize("value", [None, "", "0", "1", "true", "false", "off", " 0", "00"])
-def test_interpreter_is_read_as_the_kernels_read_it(monkeypatch, value):
-    # perfgate isa reads the variable itself (kernels.device imports torch): never otherwise
-    from kernels.device import interpret_mode
-    from perfgate.commands.isa import interpreter_on
-
-    if value is None:
-        monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    else:
-        monkeypatch.setenv("TRITON_INTERPRET", value)
-    assert interpreter_on() is interpret_mode(), value
-
-
 def test_missing_ziglang_fails_unless_skipped(monkeypatch):
     real_find_spec = importlib.util.find_spec
     monkeypatch.setattr(

@@ -359,10 +359,10 @@ def test_a_killed_submission_test_takes_its_pytest_child_with_it(tmp_path):
 def test_an_interpreter_that_cannot_run_the_kernels_is_refused(monkeypatch, capsys):
     # what `submission test` says on a machine without a GPU whose triton's interpreter cannot
     # run the kernels (any machine: the GPU and the interpreter's verdict are planted)
-    import kernels.device
+    import kernels.interpreter
 
     monkeypatch.setattr(base, "gpu_available", lambda: False)
-    monkeypatch.setattr(kernels.device, "triton_version", lambda: "3.6.0")
+    monkeypatch.setattr(kernels.interpreter, "triton_version", lambda: "3.6.0")
     assert main(["submission", "test", str(THIRD_PARTY)]) == 2
     out, err = capsys.readouterr()
     assert out == ""
@@ -371,5 +371,5 @@ def test_an_interpreter_that_cannot_run_the_kernels_is_refused(monkeypatch, caps
         "cannot run the kernels (tl.dot_scaled on the CPU needs triton >= 3.8); run on a GPU, or "
         "install triton>=3.8\n"
     )
-    monkeypatch.setattr(kernels.device, "triton_version", lambda: "3.8.0+git1234")
-    assert kernels.device.interpreter_problem() is None
+    monkeypatch.setattr(kernels.interpreter, "triton_version", lambda: "3.8.0+git1234")
+    assert kernels.interpreter.interpreter_problem() is None
