@@ -28,7 +28,6 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,6 @@ from perfgate import spawn
 from perfgate.explain.device_split import device_split
 from perfgate.explain.host_facts import NotAvailable, host_facts
 from perfgate.explain.launch_facts import launch_facts
-from perfgate.explain.revision import has_kernels
 from perfgate.explain.static_facts import static_facts
 from perfgate.measure import host_census
 from perfgate.measure.worker import use_kernels_from
@@ -159,18 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.part == "static":
         os.environ.pop("TRITON_INTERPRET", None)
 
-    # a revision without kernels is answered before torch is loaded (2 s of a CPU)
-    present = [root for root in roots if has_kernels(root)]
-    answers = [(root, _revision(root, args)) for root in roots if root not in present]
-    if present and args.part == "device":
-        answers.append((present[0], _revision(present[0], args)))
-    elif present:
+    # (a revision without kernels is answered by the parent, without a child)
+    if args.part == "device":
+        answers = [(roots[0], _revision(roots[0], args))]
+    else:
         try:
             _prepare(args.part)
         except Exception as exc:
-            answers += [(root, {"ok": False, "error": _one_line(exc)}) for root in present]
+            answers = [(root, {"ok": False, "error": _one_line(exc)}) for root in roots]
         else:
-            answers = chain(answers, each_forked(present, args.jobs, lambda r: _revision(r, args)))
+            answers = each_forked(roots, args.jobs, lambda r: _revision(r, args))
     code = 0
     for root, result in answers:  # each as it comes
         answer.write(json.dumps({"root": str(root), **result}) + "\n")

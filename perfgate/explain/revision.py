@@ -27,6 +27,7 @@ from typing import Any
 
 import perfgate
 from perfgate import cores, spawn
+from perfgate.measure.worker import has_kernels
 
 # The checkout whose perfgate runs this command: the children's working directory, so that
 # ``python -m perfgate.explain.child`` imports this very perfgate (the package docstring).
@@ -52,11 +53,6 @@ class Deadline:
 
     def left(self) -> float | None:
         return None if self.end is None else max(0.0, self.end - self.clock())
-
-
-def has_kernels(root: Path) -> bool:
-    """Whether ``root`` holds a ``kernels`` package (what a revision's children import)."""
-    return (Path(root) / "kernels" / "__init__.py").is_file()
 
 
 def _key(shape: Sequence[int]) -> str:

@@ -76,12 +76,17 @@ def variant_name(level: float) -> str:
     return f"{level:g}"
 
 
+def has_kernels(root: Path) -> bool:
+    """Whether ``root`` holds a ``kernels`` package (what :func:`use_kernels_from` needs)."""
+    return (Path(root) / "kernels" / "__init__.py").is_file()
+
+
 def use_kernels_from(root: Path) -> None:
     """Make ``import kernels`` find ROOT's package while ``perfgate`` stays this checkout's: a
     directory holding only a link named ``kernels`` goes first on ``sys.path``."""
-    source = Path(root).resolve() / "kernels"
-    if not (source / "__init__.py").is_file():
+    if not has_kernels(root):
         raise FileNotFoundError(f"--kernels-root: {root} has no kernels package")
+    source = Path(root).resolve() / "kernels"
     if "kernels" in sys.modules:
         raise RuntimeError("kernels was imported before the worker chose its revision")
     overlay = Path(tempfile.mkdtemp(prefix="perfgate-kernels-"))
