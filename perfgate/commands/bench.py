@@ -321,7 +321,7 @@ def _update_mode(mode: str, args: argparse.Namespace, gate) -> int:
         what = (
             "this machine's runs against the stored baseline"
             if stored
-            else ("new baseline against the one it replaces")
+            else "new baseline against the one it replaces"
         )
         print(f"{prog}: {mode}: {what}:")
         compare_files(base, pooled, settings=gate.stats, allow_missing=True)
