@@ -57,29 +57,3 @@ def interpreter_problem() -> str | None:
         f"triton {version}'s interpreter cannot run the kernels (tl.dot_scaled on the CPU needs "
         f"triton >= {need}); run on a GPU, or install triton>={need}"
     )
-
-
-def drop_unasserted_overflow_checks() -> bool:
-    """Stop Triton's interpreter computing overflow checks whose verdict it throws away; True
-    when it no longer does.
-
-    Without ``debug`` (never set in the interpreter's options) the interpreter, like the compiled
-    code, drops every ``device_assert``; yet before that it widens each int32 add, sub and mul of
-    a kernel to int64 and compares the result with the int32 range, only to discard the
-    comparison: about a quarter of an interpreted kernel call, for no check at all. Turning the
-    sanitizer off leaves every value and every assertion as they were. Where the options read
-    otherwise (``debug`` on: the checks do assert; another layout: another triton), nothing
-    changes. A no-op unless the kernels run in the interpreter."""
-    if not interpret_mode():
-        return False
-    import dataclasses
-
-    from triton.runtime import interpreter
-
-    builder = getattr(interpreter, "interpreter_builder", None)
-    options = getattr(builder, "options", None)
-    if not dataclasses.is_dataclass(options) or getattr(options, "debug", True):
-        return False
-    if getattr(options, "sanitize_overflow", None) is True:
-        builder.options = dataclasses.replace(options, sanitize_overflow=False)
-    return getattr(builder.options, "sanitize_overflow", None) is False

@@ -1,8 +1,8 @@
 """Suite-wide pytest setup: interpreter mode, hypothesis profiles, the GPU policy.
 
 - Without a GPU, ``TRITON_INTERPRET=1`` is set here, before anything imports triton, so Triton
-  kernels run on CPU tensors in the interpreter, without the overflow checks whose verdict it
-  discards (:func:`kernels.interpreter.drop_unasserted_overflow_checks`).
+  kernels run on CPU tensors in the interpreter, without the work whose result it discards
+  (:func:`perfgate.interpreter.drop_discarded_work`).
 - Hypothesis profiles: ``ci`` (derandomized, 25 examples, no shrinking, the default under
   ``CI``), ``dev`` (50, random, the default elsewhere) and ``thorough`` (1000, random: the
   nightly job). Pick one with ``--hypothesis-profile``. Under ``ci`` every property test is
@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from kernels.interpreter import drop_unasserted_overflow_checks
+from perfgate.interpreter import drop_discarded_work, interpret_without_gpu
 from perfgate.measure.pinning import pin_xdist_worker, share_cores
 
 # perfgate's pytest plugin (the benchmark harness, --perfgate-* options) for every run from the
@@ -36,10 +36,8 @@ share_cores()
 
 import torch  # noqa: E402
 
-if not torch.cuda.is_available():
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    # the interpreter's overflow sanitizer asserts nothing there (kernels.interpreter)
-    drop_unasserted_overflow_checks()
+interpret_without_gpu(torch.cuda.is_available())
+drop_discarded_work()  # a no-op where the kernels run compiled
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402

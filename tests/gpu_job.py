@@ -58,6 +58,8 @@ GPU_JOB: dict[str, str] = {
     "tests/perfgate/test_submission_export.py": "the exported file's bits on this GPU",
     "tests/lab/test_leaderboard_drift.py": "the drift tool's answer where a GPU is",
     "tests/test_gpu_job.py": "this guard seeing a compiled launch",
+    "tests/perfgate/test_interpreter_skips.py": "the kernels compiled: the interpreter's skips "
+    "left out (the interpreted launches skip)",
     "tests/submission/": "the contract tests on this GPU's one-file export (the job passes "
     "--submission): its compiled kernels, every leaderboard output, both tiers",
 }

@@ -32,7 +32,6 @@ input (missing or corrupt baseline, another device key or schema), with a one-li
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from perfgate.commands import base
 from perfgate.gate import host_counts, verdict
 from perfgate.gate.compare import check_outputs
 from perfgate.gate.paths import DEFAULT_BASELINES, HOST_COUNTS_NAME
+from perfgate.interpreter import drop_discarded_work, interpret_without_gpu
 from perfgate.measure import host_census
 from perfgate.refusal import Refusal
 
@@ -48,9 +48,9 @@ from perfgate.refusal import Refusal
 def _run(args: argparse.Namespace) -> int:
     # before the counting: a path that cannot be written is refused at once
     check_outputs({"--json": args.json_out}, {"--check": args.check})
-    if "triton" not in sys.modules and not base.gpu_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton loads: the CPU counts
+    interpret_without_gpu(base.gpu_available())  # before triton loads: the CPU counts
     base.require_runnable_interpreter()
+    drop_discarded_work()
     if args.update and (args.gate or args.check is not None):
         raise Refusal(
             "--update records a baseline; it cannot also compare with one (drop --gate/--check)"

@@ -16,7 +16,8 @@ Prints one JSON line per ROOT on its original stdout as it is done,
 goes to stderr. A fact that cannot be computed is ``{"error": "one line"}`` in its place (or
 ``{"unavailable": "..."}`` when the revision predates what it needs); the other facts are still
 given. Parts: ``static`` (the launch and the compile per target; ``TRITON_INTERPRET`` must be
-off), ``host`` (the census; on a CPU ``TRITON_INTERPRET=1``, set here before triton loads),
+off), ``host`` (the census, in Triton's interpreter: the parent hides the GPUs and sets
+``TRITON_INTERPRET=1``),
 ``device`` (a GPU's per-kernel split).
 """
 
@@ -36,6 +37,7 @@ from perfgate.explain.device_split import device_split
 from perfgate.explain.host_facts import NotAvailable, host_facts
 from perfgate.explain.launch_facts import launch_facts
 from perfgate.explain.static_facts import static_facts
+from perfgate.interpreter import drop_discarded_work, interpret_without_gpu
 from perfgate.measure import host_census
 from perfgate.measure.worker import use_kernels_from
 
@@ -82,8 +84,8 @@ def _prepare(part: str) -> None:
     import torch
 
     if part == "host":
-        if "triton" not in sys.modules and not torch.cuda.is_available():
-            os.environ["TRITON_INTERPRET"] = "1"  # before triton loads: the CPU counts
+        interpret_without_gpu(torch.cuda.is_available())  # before triton loads: the CPU counts
+        drop_discarded_work()
         # the census's own first step (torch's dispatch-mode machinery, 2 s of a CPU), here
         # once: in each revision's process it then finds it loaded
         host_census.load_dispatch_machinery()

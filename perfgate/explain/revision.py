@@ -100,7 +100,7 @@ def run_children(
     if part == "host":
         # counted on the CPU, launches counted and not run, on a GPU box too: no device, no
         # reducer build, the same counts on every machine (perfgate host's interpreter counts)
-        child_env.update(dict.fromkeys(HIDE_GPUS, ""))
+        child_env.update(dict.fromkeys(HIDE_GPUS, ""), TRITON_INTERPRET="1")
     late = None
     try:
         proc = spawn.run(

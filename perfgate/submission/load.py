@@ -13,7 +13,7 @@
 As in GPU MODE's harness, the file's directory is on ``sys.path`` while it imports (a sibling
 module can be imported) and a ``task`` module is importable: where none exists, a stand-in with
 the harness's two type names (``input_t``, ``output_t``, for annotations) is provided. Triton's
-interpreter is switched on first where torch sees no GPU (``TRITON_INTERPRET=1``, as
+interpreter is switched on first where torch sees no GPU (:mod:`perfgate.interpreter`, as
 ``tests/conftest.py`` does): a file that imports triton at its top must see it set.
 """
 
@@ -33,6 +33,7 @@ from typing import Any
 
 from perfgate import spawn
 from perfgate.checkout import REPO
+from perfgate.interpreter import drop_discarded_work, interpret_without_gpu
 from perfgate.refusal import Refusal
 
 ENTRY = "custom_kernel"
@@ -84,13 +85,6 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(f"{type(exc).__name__}: {exc}".split())
 
 
-def _interpreter_without_gpu() -> None:
-    import torch
-
-    if not torch.cuda.is_available():
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-
-
 def _task_stand_in() -> types.ModuleType | None:
     """A ``task`` module with the harness's type names, where none is importable."""
     if "task" in sys.modules or importlib.util.find_spec("task") is not None:
@@ -120,7 +114,9 @@ def load(path: str | os.PathLike[str]) -> Submission:
     """Import ``path`` as a fresh module and find its ``custom_kernel``."""
     resolved = check_path(path)
     blob = resolved.read_bytes()
-    _interpreter_without_gpu()
+    import torch
+
+    interpret_without_gpu(torch.cuda.is_available())
     name = f"perfgate_submission_{next(_COUNTER)}_{hashlib.sha256(blob).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(name, resolved)
     if spec is None or spec.loader is None:
@@ -144,10 +140,8 @@ def load(path: str | os.PathLike[str]) -> Submission:
         sys.dont_write_bytecode = writes_bytecode
         if sys.path and sys.path[0] == str(resolved.parent):
             del sys.path[0]
-    if "triton" in sys.modules:  # its kernels run here, interpreted on a CPU
-        from kernels.interpreter import drop_unasserted_overflow_checks
-
-        drop_unasserted_overflow_checks()
+    if "triton" in sys.modules:  # its kernels may run here, interpreted on a CPU
+        drop_discarded_work()
     kernel = getattr(module, ENTRY, None)
     if kernel is None:
         raise SubmissionError(f"{path}: defines no {ENTRY} (the leaderboard calls {ENTRY}(data))")

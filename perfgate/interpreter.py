@@ -1,0 +1,150 @@
+"""Triton's interpreter as the suite runs the kernels on a machine without a GPU.
+
+Every process that may run them there (the test session, a loaded submission, ``perfgate host``,
+explain's host census) decides the same way: :func:`interpret_without_gpu` before triton loads,
+then :func:`drop_discarded_work` once it may. The second makes the interpreter skip work whose
+result it throws away; every value and every assertion stay as they were (every kernel test
+compares bit for bit, and tests/perfgate/test_interpreter_skips.py pins each premise on the installed
+triton).
+
+Nothing here imports ``kernels``: a revision's worker chooses its revision's kernels after this
+runs. Whether triton interprets is asked of triton itself (``triton.knobs.runtime.interpret``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+
+
+def interpret_without_gpu(gpu_available: bool) -> None:
+    """Where there is no GPU, run the kernels in Triton's interpreter (``TRITON_INTERPRET=1``).
+
+    The environment's own ``TRITON_INTERPRET`` wins, and nothing changes once triton is loaded:
+    a process whose kernels were decorated in one mode never meets them in the other."""
+    if not gpu_available and "triton" not in sys.modules:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def interprets() -> bool:
+    """Whether triton runs ``@triton.jit`` functions in its interpreter (imports triton)."""
+    import triton
+
+    return bool(getattr(getattr(getattr(triton, "knobs", None), "runtime", None), "interpret", 0))
+
+
+def drop_discarded_work() -> bool:
+    """:func:`drop_unasserted_overflow_checks` and :func:`skip_repeated_language_patches`; True
+    when both hold. Imports triton. A no-op unless triton interprets."""
+    checks = drop_unasserted_overflow_checks()
+    patches = skip_repeated_language_patches()
+    return checks and patches
+
+
+def drop_unasserted_overflow_checks() -> bool:
+    """Stop Triton's interpreter computing overflow checks whose verdict it throws away; True
+    when it no longer does.
+
+    Without ``debug`` (never set in the interpreter's options) the interpreter, like the compiled
+    code, drops every ``device_assert``; yet before that it widens each int32 add, sub and mul of
+    a kernel to int64 and compares the result with the int32 range, only to discard the
+    comparison: about a quarter of an interpreted kernel call, for no check at all. Turning the
+    sanitizer off leaves every value and every assertion as they were. Where the options read
+    otherwise (``debug`` on: the checks do assert; another layout: another triton), nothing
+    changes."""
+    if not interprets():
+        return False
+    from triton.runtime import interpreter
+
+    builder = getattr(interpreter, "interpreter_builder", None)
+    options = getattr(builder, "options", None)
+    if not dataclasses.is_dataclass(options) or getattr(options, "debug", True):
+        return False
+    if getattr(options, "sanitize_overflow", None) is True:
+        builder.options = dataclasses.replace(options, sanitize_overflow=False)
+    return getattr(builder.options, "sanitize_overflow", None) is False
+
+
+def skip_repeated_language_patches() -> bool:
+    """Stop Triton's interpreter re-patching ``triton.language`` at every call of one
+    ``@triton.jit`` function from another; True when it no longer does.
+
+    A launch patches the language modules its kernel's module sees (each builtin swapped for an
+    interpreted one) and restores them when it ends. Inside it, every call of a device function
+    (the kernels' own helpers, ``tl.max``, ``tl.cdiv``) patches the modules its own module sees:
+    ``inspect.getmembers`` over ``triton.language``, its tensor and math, at every call (a fifth
+    to a third of an interpreted GEMM call), never restored. Once a module is patched in a
+    launch, by the launch or by a device function, a later patch of it changes nothing: the
+    builtins it looks for are already swapped and the rest is set to the same code. So a device
+    function call inside a launch whose modules are all patched there already skips it; any
+    other call (outside a launch, or seeing a module not yet patched) patches as before. Where
+    the interpreter is laid out otherwise (another triton), nothing changes."""
+    if not interprets():
+        return False
+    from triton.runtime import interpreter
+
+    patch = getattr(interpreter, "_patch_lang", None)
+    if isinstance(patch, _SkipRepeats):
+        return True
+    # the launch's patch (restored at its end) and a device function call's (never restored)
+    owners = (getattr(interpreter, n, None) for n in ("GridExecutor", "InterpretedFunction"))
+    calls = [getattr(vars(o).get("__call__") if o else None, "__code__", None) for o in owners]
+    if patch is None or not all(c is not None and "_patch_lang" in c.co_names for c in calls):
+        return False
+    interpreter._patch_lang = _SkipRepeats(patch, calls[0])
+    return True
+
+
+class _SkipRepeats:
+    """Triton's ``_patch_lang``, skipping a device function's repeated patch inside a launch."""
+
+    def __init__(self, patch, launch_code) -> None:
+        import triton.language as tl
+
+        self.patch = patch
+        self.launch_code = launch_code  # GridExecutor.__call__: a launch, restored at its end
+        self.modules = (tl, tl.core)  # the modules triton's _patch_lang patches
+        self.launches: list[set[int]] = []  # per running launch, the modules patched in it
+
+    def languages(self, fn) -> frozenset[int]:
+        """The language modules ``fn``'s module sees (by id): what patching for it patches."""
+        seen = fn.__globals__.values()
+        return frozenset(id(m) for m in self.modules if any(v is m for v in seen))
+
+    def __call__(self, fn):
+        languages = self.languages(fn)
+        if sys._getframe(1).f_code is self.launch_code:
+            scope = self.patch(fn)
+            patched = set(languages)
+            self.launches.append(patched)
+            return _LaunchScope(scope, self.launches, patched)
+        if not (self.launches and languages):  # (no language: triton's own check answers)
+            return self.patch(fn)
+        patched = self.launches[-1]
+        if languages <= patched:
+            return _NOTHING_PATCHED
+        scope = self.patch(fn)
+        patched |= languages  # never restored: patched for the rest of the launch
+        return scope
+
+
+class _LaunchScope:
+    """A launch's patch scope: restoring it also ends the launch."""
+
+    def __init__(self, scope, launches: list[set[int]], patched: set[int]) -> None:
+        self.scope, self.launches, self.patched = scope, launches, patched
+
+    def restore(self) -> None:
+        try:
+            self.scope.restore()
+        finally:
+            self.launches[:] = [p for p in self.launches if p is not self.patched]
+
+
+class _NothingPatched:
+    def restore(self) -> None:
+        pass
+
+
+_NOTHING_PATCHED = _NothingPatched()
