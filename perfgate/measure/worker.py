@@ -49,10 +49,11 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
+import importlib.abc
+import importlib.machinery
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -83,15 +84,26 @@ def has_kernels(root: Path) -> bool:
 
 def use_kernels_from(root: Path) -> None:
     """Make ``import kernels`` find ROOT's package while ``perfgate`` stays this checkout's: a
-    directory holding only a link named ``kernels`` goes first on ``sys.path``."""
+    finder for that one name goes first on ``sys.meta_path`` (nothing is written: a worker the
+    A/B kills leaves no file behind)."""
     if not has_kernels(root):
         raise FileNotFoundError(f"--kernels-root: {root} has no kernels package")
-    source = Path(root).resolve() / "kernels"
     if "kernels" in sys.modules:
         raise RuntimeError("kernels was imported before the worker chose its revision")
-    overlay = Path(tempfile.mkdtemp(prefix="perfgate-kernels-"))
-    (overlay / "kernels").symlink_to(source, target_is_directory=True)
-    sys.path.insert(0, str(overlay))
+    sys.meta_path.insert(0, _KernelsFrom(str(Path(root).resolve())))
+
+
+class _KernelsFrom(importlib.abc.MetaPathFinder):
+    """Finds the package ``kernels`` in one directory; its modules then come from that package's
+    own path, and every other name from ``sys.path`` as before."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "kernels":
+            return None
+        return importlib.machinery.PathFinder.find_spec(name, [self.root])
 
 
 class Bench:

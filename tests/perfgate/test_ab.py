@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import zlib
 from pathlib import Path
@@ -248,14 +249,21 @@ def test_worker_imports_kernels_from_the_chosen_tree(tmp_path, monkeypatch):
     tree = tmp_path / "rev"
     (tree / "kernels").mkdir(parents=True)
     (tree / "kernels" / "__init__.py").write_text("WHERE = 'base'\n")
+    (tree / "kernels" / "gemm.py").write_text("WHERE = 'base gemm'\n")
     code = (
         "import sys; from perfgate.measure import worker as sampler; "
-        f"sampler.use_kernels_from({str(tree)!r}); import kernels; print(kernels.WHERE)"
+        f"sampler.use_kernels_from({str(tree)!r}); import kernels, kernels.gemm, perfgate.flags; "
+        "print(kernels.WHERE, kernels.gemm.WHERE, kernels.gemm.__file__, perfgate.flags.__file__)"
     )
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     out = subprocess.run(
-        ["python3", "-c", code], capture_output=True, text=True, check=True, cwd=interleave.REPO
-    )
-    assert out.stdout.strip() == "base"
+        ["python3", "-c", code], capture_output=True, text=True, check=True, cwd=interleave.REPO,
+        env=dict(os.environ, TMPDIR=str(scratch)),
+    )  # fmt: skip
+    gemm, flags = tree.resolve() / "kernels" / "gemm.py", interleave.REPO / "perfgate" / "flags.py"
+    assert out.stdout.split() == ["base", "base", "gemm", str(gemm), str(flags)]
+    assert list(scratch.iterdir()) == []  # nothing written for the choice: nothing left behind
     with pytest.raises(FileNotFoundError, match="has no kernels package"):
         sampler.use_kernels_from(tmp_path)
     import kernels  # noqa: F401  (this process has the checkout's: too late to choose)
