@@ -14,6 +14,7 @@ runs. Whether triton interprets is asked of triton itself (``triton.knobs.runtim
 from __future__ import annotations
 
 import dataclasses
+import importlib.abc
 import os
 import sys
 
@@ -25,6 +26,29 @@ def interpret_without_gpu(gpu_available: bool) -> None:
     a process whose kernels were decorated in one mode never meets them in the other."""
     if not gpu_available and "triton" not in sys.modules:
         os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def interpret_at_first_triton_import() -> None:
+    """:func:`interpret_without_gpu` decided when triton is first imported, not now: torch (the
+    GPU check) loads only in a process that imports triton. Where triton is loaded already, now
+    (it changes nothing then)."""
+    if "triton" in sys.modules:
+        return
+    if not any(isinstance(f, _ChooseAtTritonImport) for f in sys.meta_path):
+        sys.meta_path.insert(0, _ChooseAtTritonImport())
+
+
+class _ChooseAtTritonImport(importlib.abc.MetaPathFinder):
+    """Finds nothing: at the first ``import triton`` it chooses the mode, leaves, and lets the
+    import go on."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "triton":
+            sys.meta_path.remove(self)
+            import torch
+
+            interpret_without_gpu(torch.cuda.is_available())
+        return None
 
 
 def interprets() -> bool:

@@ -13,8 +13,10 @@
 As in GPU MODE's harness, the file's directory is on ``sys.path`` while it imports (a sibling
 module can be imported) and a ``task`` module is importable: where none exists, a stand-in with
 the harness's two type names (``input_t``, ``output_t``, for annotations) is provided. Triton's
-interpreter is switched on first where torch sees no GPU (:mod:`perfgate.interpreter`, as
-``tests/conftest.py`` does): a file that imports triton at its top must see it set.
+interpreter is switched on where torch sees no GPU (:mod:`perfgate.interpreter`, as
+``tests/conftest.py`` does) at the first import of triton, before it loads, whenever the file
+imports it; a file that never does (numpy, plain torch, a stand-in) loads without that question,
+and without torch unless it imports it itself.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Any
 
 from perfgate import spawn
 from perfgate.checkout import REPO
-from perfgate.interpreter import drop_discarded_work, interpret_without_gpu
+from perfgate.interpreter import drop_discarded_work, interpret_at_first_triton_import
 from perfgate.refusal import Refusal
 
 ENTRY = "custom_kernel"
@@ -89,11 +91,17 @@ def _task_stand_in() -> types.ModuleType | None:
     """A ``task`` module with the harness's type names, where none is importable."""
     if "task" in sys.modules or importlib.util.find_spec("task") is not None:
         return None
-    import torch
+
+    def lazy(name: str) -> Any:  # torch loads only for a file that names the output type
+        if name == "output_t":
+            import torch
+
+            return torch.Tensor
+        raise AttributeError(f"module 'task' has no attribute {name!r}")
 
     task = types.ModuleType("task", "stand-in for GPU MODE's task.py (perfgate.submission)")
     task.input_t = tuple  # (A, B, B_q, B_shuffle, B_scale_sh)
-    task.output_t = torch.Tensor
+    task.__getattr__ = lazy  # output_t: torch.Tensor
     return task
 
 
@@ -114,9 +122,7 @@ def load(path: str | os.PathLike[str]) -> Submission:
     """Import ``path`` as a fresh module and find its ``custom_kernel``."""
     resolved = check_path(path)
     blob = resolved.read_bytes()
-    import torch
-
-    interpret_without_gpu(torch.cuda.is_available())
+    interpret_at_first_triton_import()
     name = f"perfgate_submission_{next(_COUNTER)}_{hashlib.sha256(blob).hexdigest()[:12]}"
     spec = importlib.util.spec_from_file_location(name, resolved)
     if spec is None or spec.loader is None:

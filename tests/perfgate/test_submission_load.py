@@ -3,12 +3,18 @@ one line for a file that cannot be used."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from perfgate.submission import load
+
+REPO = Path(__file__).resolve().parents[2]
+NO_GPU = {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}
 
 GOOD = "import torch\n\n\ndef custom_kernel(data):\n    return data[0] * 2\n"
 
@@ -67,6 +73,39 @@ def test_an_unusable_file_is_one_line(tmp_path, text, match):
     with pytest.raises(load.SubmissionError, match=match) as info:
         load.load(_file(tmp_path, text))
     assert "\n" not in str(info.value)
+
+
+# In a fresh process: what a file imports decides what loads, and triton's mode is chosen at
+# its first import, whenever that comes (here, where torch sees no GPU: the interpreter).
+AFTER_LOAD = (
+    "import os, sys\nfrom perfgate.submission import load\nsub = load.load(sys.argv[1])\n"
+    "{call}print(sorted(m for m in ('torch', 'triton') if m in sys.modules), "
+    "os.environ.get('TRITON_INTERPRET'), {extra})\n"
+)
+IMPORTS_TRITON = "import triton\n\n\ndef custom_kernel(data):\n    return triton.__name__\n"
+TRITON_LATER = "def custom_kernel(data):\n    import triton\n\n    return triton.__name__\n"
+NAMES_THE_OUTPUT = "from task import output_t\n\n\ndef custom_kernel(data):\n    return data\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "call", "extra", "want"),
+    [
+        ("def custom_kernel(data):\n    return data\n", "", "''", "[] None "),
+        (IMPORTS_TRITON, "", "''", "['torch', 'triton'] 1 "),
+        (TRITON_LATER, "", "''", "[] None "),
+        (TRITON_LATER, "sub.custom_kernel(None)\n", "''", "['torch', 'triton'] 1 "),
+        (NAMES_THE_OUTPUT, "", "sub.module.output_t.__name__", "['torch'] None Tensor"),
+    ],
+    ids=["plain", "triton", "triton-later", "triton-later-called", "output-type"],
+)
+def test_a_file_loads_what_it_imports_and_no_more(tmp_path, text, call, extra, want):
+    path = _file(tmp_path, text)
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"} | NO_GPU
+    code = AFTER_LOAD.format(call=call, extra=extra)
+    done = subprocess.run([sys.executable, "-c", code, str(path)], cwd=REPO, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == want + "\n"
 
 
 def test_a_missing_file_is_named(tmp_path):
