@@ -43,10 +43,18 @@ class InterpreterRefusal(Refusal):
 
 def require_runnable_interpreter() -> None:
     """Before a command runs the suite's kernels on a CPU (no GPU here): InterpreterRefusal,
-    one line, when this triton's interpreter cannot run them (kernels.interpreter). The
-    interpreter is asked first: it answers without torch, which a GPU check imports."""
+    one line, when this triton's interpreter cannot run them (kernels.interpreter)."""
+    refusal = interpreter_refusal()
+    if refusal is not None:
+        raise refusal
+
+
+def interpreter_refusal() -> InterpreterRefusal | None:
+    """What :func:`require_runnable_interpreter` would raise, or None. The interpreter is asked
+    first: it answers without torch, which a GPU check imports."""
     from kernels.interpreter import interpreter_problem
 
     problem = interpreter_problem()
     if problem is not None and not gpu_available():
-        raise InterpreterRefusal(f"no GPU on this machine, and {problem}")
+        return InterpreterRefusal(f"no GPU on this machine, and {problem}")
+    return None

@@ -28,15 +28,17 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from perfgate import atomic, spawn
 from perfgate.checkout import REPO
 from perfgate.commands import base
 from perfgate.refusal import Refusal, RunFailure
-from perfgate.submission import export, load, manifest
+from perfgate.submission import contract, export, load, manifest
 
 CONTRACT_TESTS = "tests/submission"
 PYTEST_OK, PYTEST_FAILED, PYTEST_NO_TESTS = 0, 1, 5
@@ -124,24 +126,33 @@ def _test(args: argparse.Namespace) -> int:
     if not tests.is_dir():
         raise Refusal(f"{tests} does not exist: run from a checkout of the suite")
     path = load.check_path(args.file)
-    load.probe(path)
-    # where there is no GPU the contract tests run the kernels in the interpreter
-    base.require_runnable_interpreter()
+    # where there is no GPU the contract tests run the kernels in the interpreter; a machine
+    # whose interpreter cannot is refused once the file itself is known to be usable
+    refusal = base.interpreter_refusal()
     strict, extra = split_args(list(args.pytest_args or []))
     strict = strict or args.strict
     with tempfile.TemporaryDirectory(prefix="perfgate-submission-test-") as tmp:
-        results = Path(tmp) / "results.json"
-        cmd = [
-            sys.executable, "-m", "pytest", CONTRACT_TESTS, "-m", "not bench",
+        status, results = Path(tmp) / "status.json", Path(tmp) / "results.json"
+        tests = [
+            CONTRACT_TESTS, "-m", "not bench",
             # no crash dump: a file that kills the process gets one line naming the test
             "-p", "no:cacheprovider", "-p", "no:faulthandler", "--tb=no", f"--submission={path}",
             f"--submission-results={results}", *extra,
         ]  # fmt: skip
-        print(f"perfgate submission test: {' '.join(cmd[1:])}", flush=True)
-        rc = spawn.run(cmd, cwd=REPO, check=False).returncode
+        # one process loads FILE (the probe's check), then runs the tests (contract.py)
+        cmd = [sys.executable, "-m", contract.MODULE, str(status), str(path)]
+        rc = _run_loading(cmd + ([] if refusal else ["--", *tests]), status, args.file)
+        loaded = json.loads(status.read_text()) if status.is_file() else None
         ran = json.loads(results.read_text()) if results.is_file() else None
         running = running_path(results)
         inside = running.read_text().strip() if running.is_file() else None
+    if loaded is None:  # exit 0 without the word: the file's own os._exit(0)
+        how = "exit 0, os._exit?" if rc == 0 else spawn.describe(rc)
+        raise Refusal(f"{args.file}: importing it ended the process ({how})")
+    if "error" in loaded:
+        raise Refusal(loaded["error"])
+    if refusal is not None:
+        raise refusal
     if ran is None and inside is not None:
         # the file ended the test process inside a test: the leaderboard would fail it too
         how = f"killed by {_signal_name(-rc)}" if rc < 0 else f"exited {rc}"
@@ -187,6 +198,25 @@ def _test(args: argparse.Namespace) -> int:
         code = 1
     print(verdict.summary(strict))
     return code
+
+
+def _run_loading(cmd: list[str], status: Path, name: Path) -> int:
+    """``cmd``'s return code; stopped, and refused, when it has not loaded FILE (no ``status``
+    yet) after :data:`perfgate.submission.load.IMPORT_TIMEOUT_S`."""
+    deadline = time.monotonic() + load.IMPORT_TIMEOUT_S
+    with spawn.popen(cmd, cwd=REPO) as proc:
+        try:
+            while True:
+                try:
+                    return proc.wait(timeout=1.0)
+                except subprocess.TimeoutExpired:
+                    if not status.is_file() and time.monotonic() > deadline:
+                        raise Refusal(
+                            f"{name}: importing it took over {load.IMPORT_TIMEOUT_S:.0f} s"
+                        ) from None
+        except BaseException:
+            spawn.stop(proc)
+            raise
 
 
 def _signal_name(number: int) -> str:

@@ -5,8 +5,10 @@
   :class:`Submission`; a file that does not import or has no callable ``custom_kernel`` raises
   :class:`SubmissionError` with one line.
 - :func:`probe` does the same in a fresh Python process (``python -m perfgate.submission.load
-  FILE``), so a command can tell "the file is unusable" (exit 2) from "a test failed" before
-  pytest starts, whatever the file does to the process that imports it. The process is started
+  FILE``), so a command (bench, ab) can tell "the file is unusable" (exit 2) from "a test
+  failed" before anything runs, whatever the file does to the process that imports it.
+  ``submission test`` loads it first in the process of its tests instead
+  (:mod:`perfgate.submission.contract`). The process is started
   through :mod:`perfgate.spawn`: it dies with the command, and a timeout or an interrupt stops
   it (SIGTERM, then SIGKILL) before the error is raised.
 
@@ -186,7 +188,10 @@ def fresh_process(
         raise SubmissionError(f"{path}: {what} took over {timeout_s:.0f} s") from None
 
 
-def probe(path: str | os.PathLike[str], *, timeout_s: float = 900.0) -> None:
+IMPORT_TIMEOUT_S = 900.0  # a file that takes longer to import is unusable
+
+
+def probe(path: str | os.PathLike[str], *, timeout_s: float = IMPORT_TIMEOUT_S) -> None:
     """:func:`load` in a fresh Python process; SubmissionError with its one line if it fails."""
     done = fresh_process(PROBE_MODULE, path, timeout_s=timeout_s)
     if done.returncode != 0:

@@ -262,6 +262,26 @@ def test_a_file_that_ends_the_process_when_imported_is_exit_2_in_one_line(tmp_pa
     )
 
 
+def test_a_file_that_hangs_while_imported_is_stopped_and_exit_2(tmp_path, monkeypatch, capfd):
+    from perfgate.submission import load
+
+    monkeypatch.setattr(load, "IMPORT_TIMEOUT_S", 1.0)
+    mark = tmp_path / "pid"
+    hangs = tmp_path / "hangs.py"
+    hangs.write_text(f"import os, time\nopen({str(mark)!r}, 'w').write(str(os.getpid()))\n"
+                     "time.sleep(60)\n\n\ndef custom_kernel(data):\n    return data\n")  # fmt: skip
+    assert main(["submission", "test", str(hangs)]) == 2
+    assert capfd.readouterr() == (
+        "",
+        f"perfgate submission test: error: {hangs}: importing it took over 1 s\n",
+    )
+    child = int(mark.read_text())
+    assert (
+        not Path(f"/proc/{child}").exists()
+        or "\nState:\tZ" in Path(f"/proc/{child}/status").read_text()
+    )  # stopped, not left sleeping
+
+
 @pytest.mark.parametrize(
     ("args", "strict", "rest"),
     [
@@ -356,15 +376,21 @@ def test_a_killed_submission_test_takes_its_pytest_child_with_it(tmp_path):
             parent.kill()
 
 
-def test_an_interpreter_that_cannot_run_the_kernels_is_refused(monkeypatch, capsys):
+def test_an_interpreter_that_cannot_run_the_kernels_is_refused(monkeypatch, capfd, tmp_path):
     # what `submission test` says on a machine without a GPU whose triton's interpreter cannot
-    # run the kernels (any machine: the GPU and the interpreter's verdict are planted)
+    # run the kernels (any machine: the GPU and the interpreter's verdict are planted); an
+    # unusable file is still named first
     import kernels.interpreter
 
     monkeypatch.setattr(base, "gpu_available", lambda: False)
     monkeypatch.setattr(kernels.interpreter, "triton_version", lambda: "3.6.0")
+    bad = tmp_path / "no_kernel.py"
+    bad.write_text("def kernel(data):\n    return data\n")
+    assert main(["submission", "test", str(bad)]) == 2
+    assert capfd.readouterr() == ("", f"perfgate submission test: error: {bad}: defines no "
+                                  "custom_kernel (the leaderboard calls custom_kernel(data))\n")  # fmt: skip
     assert main(["submission", "test", str(THIRD_PARTY)]) == 2
-    out, err = capsys.readouterr()
+    out, err = capfd.readouterr()
     assert out == ""
     assert err == (
         "perfgate submission test: error: no GPU on this machine, and triton 3.6.0's interpreter "
@@ -373,3 +399,13 @@ def test_an_interpreter_that_cannot_run_the_kernels_is_refused(monkeypatch, caps
     )
     monkeypatch.setattr(kernels.interpreter, "triton_version", lambda: "3.8.0+git1234")
     assert kernels.interpreter.interpreter_problem() is None
+
+
+@pytest.mark.parametrize("argv", [[], ["status.json"], ["status.json", "f.py", "-q"]])
+def test_the_contract_process_wants_status_file_and_a_double_dash(argv, capsys):
+    from perfgate.submission import contract
+
+    assert contract.main(argv) == 2
+    assert capsys.readouterr().err == (
+        "usage: python -m perfgate.submission.contract STATUS FILE [-- PYTEST_ARGS...]\n"
+    )
