@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 
-
 def test_the_interpreters_facts_need_no_torch():
     code = (
         "import sys\nfrom kernels.interpreter import interpret_mode, interpreter_problem\n"
