@@ -128,13 +128,12 @@ class _SkipRepeats:
 
         self.patch = patch
         self.launch_code = launch_code  # GridExecutor.__call__: a launch, restored at its end
-        self.modules = (tl, tl.core)  # the modules triton's _patch_lang patches
+        self.tl, self.core = tl, tl.core  # the modules triton's _patch_lang patches
         self.launches: list[set[int]] = []  # per running launch, the modules patched in it
 
     def languages(self, fn) -> frozenset[int]:
         """The language modules ``fn``'s module sees (by id): what patching for it patches."""
-        seen = fn.__globals__.values()
-        return frozenset(id(m) for m in self.modules if any(v is m for v in seen))
+        return frozenset(id(v) for v in fn.__globals__.values() if v is self.tl or v is self.core)
 
     def __call__(self, fn):
         languages = self.languages(fn)

@@ -6,11 +6,10 @@
   :class:`SubmissionError` with one line.
 - :func:`probe` does the same in a fresh Python process (``python -m perfgate.submission.load
   FILE``), so a command (bench, ab) can tell "the file is unusable" (exit 2) from "a test
-  failed" before anything runs, whatever the file does to the process that imports it.
-  ``submission test`` loads it first in the process of its tests instead
-  (:mod:`perfgate.submission.contract`). The process is started
-  through :mod:`perfgate.spawn`: it dies with the command, and a timeout or an interrupt stops
-  it (SIGTERM, then SIGKILL) before the error is raised.
+  failed" before anything runs, whatever the file does to the process that imports it. The
+  process is started through :mod:`perfgate.spawn`: it dies with the command, and a timeout or
+  an interrupt stops it (SIGTERM, then SIGKILL) before the error is raised. ``submission test``
+  loads the file first in the process of its tests instead (:mod:`perfgate.submission.contract`).
 
 As in GPU MODE's harness, the file's directory is on ``sys.path`` while it imports (a sibling
 module can be imported) and a ``task`` module is importable: where none exists, a stand-in with
