@@ -26,7 +26,8 @@ fetch() {
         listed=$(git ls-remote --exit-code "${remote}" "refs/heads/${branch}") || rc=$?
         [ "${rc}" -ne 128 ] && break  # 128: could not reach or read the remote
         echo "history-store: could not read ${remote} (try ${n} of ${tries})" >&2
-        sleep $((n * 5))
+        # a wait only before another try: after the last one it would only delay the failure
+        if [ "${n}" -lt "${tries}" ]; then sleep $((n * 5)); fi
     done
     case "${rc}" in
         0) ;;
