@@ -27,7 +27,7 @@ _CHILD = """
 import sys, time
 from pathlib import Path
 Path(sys.argv[1]).write_text(str(__import__("os").getpid()))
-time.sleep(5)
+time.sleep(3)
 Path(sys.argv[2]).parent.mkdir(parents=True, exist_ok=True)
 Path(sys.argv[2]).write_text("rewritten by an orphan")
 """
@@ -112,9 +112,9 @@ def test_a_killed_update_baselines_isa_takes_its_child_with_it(tmp_path, sig):
         parent.send_signal(sig)
         _, err = parent.communicate(timeout=30)
     assert parent.returncode == (-signal.SIGKILL if sig == signal.SIGKILL else 128 + sig), err
-    # gone at once, long before the 5 s after which it would write
+    # gone at once, long before the 3 s after which it would write
     assert _wait_for(lambda: _gone(child), timeout=2), "the child outlived its parent"
-    time.sleep(5.5 - (time.monotonic() - started))
+    time.sleep(3.5 - (time.monotonic() - started))
     assert not (tmp_path / "pb" / "isa").exists()  # the orphan never rewrote a baseline
     assert not Path(f"{mark}.1").exists()  # and no second target was started
 
