@@ -145,8 +145,6 @@ def _run(args: argparse.Namespace) -> int:
     out = args.out
     gate = settings.from_args(args)
     levels = parse_levels(args.inject)
-    groups = args.groups or default_groups(args.mode)
-    selected = _library_input(catalog.cases, tuple(groups.split(",")), args.keyword, mode=args.mode)
     names = ["summary.json", "summary.md"]
     inputs = {}
     for i, path in enumerate(args.reanalyse or []):
@@ -165,6 +163,10 @@ def _run(args: argparse.Namespace) -> int:
     else:
         mode, injection = args.mode, args.injection
         design = process_ab.design_for(gate, mode)
+    # after the files are checked: selecting the cases loads torch (the reducer cases' configs),
+    # which a file that cannot be used should not wait for
+    groups = args.groups or default_groups(args.mode)
+    selected = _library_input(catalog.cases, tuple(groups.split(",")), args.keyword, mode=args.mode)
     _library_input(check_mode_options, settings.overrides_from(args), mode)
     meta = {
         "command": " ".join(["python -m lab experiment", *sys.argv[2:]]),

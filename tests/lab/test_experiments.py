@@ -412,11 +412,19 @@ def test_python_m_lab_answers_bad_input_with_one_line_and_exit_2(tmp_path, argv,
     (tmp_path / "good.json").write_text("{}")
     (tmp_path / "taken").write_text("a file, not a directory")
     argv = [a.format(**fill) for a in argv]
-    done = subprocess.run([sys.executable, "-m", "lab", "experiment", *argv], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert done.returncode == 2, done.stderr
-    assert done.stderr.count("\n") == 1 and done.stderr.startswith("lab experiment: error: ")
-    assert expected.format(**fill) in done.stderr, done.stderr
+    # -X importtime: what loaded before the answer (its lines on stderr, before the error's)
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "lab", "experiment", *argv],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)  # fmt: skip
+    imported = [ln.rpartition("|")[2].strip() for ln in done.stderr.splitlines()
+                if ln.startswith("import time:")]  # fmt: skip
+    said = "".join(
+        ln + "\n" for ln in done.stderr.splitlines() if not ln.startswith("import time:")
+    )
+    assert done.returncode == 2, said
+    assert said.count("\n") == 1 and said.startswith("lab experiment: error: ")
+    assert expected.format(**fill) in said, said
+    # bad input is answered before torch loads (the case selection loads it)
+    assert "torch" not in imported
 
 
 def test_the_experiment_offers_exactly_the_ab_modes():
