@@ -271,6 +271,18 @@ TEST_EXPORTS = Path(".perfgate/test")
 # anew, about 4 s of CPU each on 2 cores. The test sessions let Python keep its bytecode in
 # __pycache__ (ignored by git), so each module is compiled once per checkout.
 COMPILE_ONCE = {"PYTHONDONTWRITEBYTECODE": ""}
+# The CPU tests allocate and free large tensors again and again: the leaderboard's operands, the
+# reference's float64 products, the interpreter's blocks. glibc serves an allocation of more than
+# 32 MiB with its own mmap and unmaps it when freed, so each new one page-faults from scratch:
+# with 2 cores, a third of `nox -s test`'s CPU time went to the kernel. The test session asks
+# glibc to keep freed memory for the next allocation (no mmap for allocations, no trimming of the
+# heap); a process then keeps its peak memory until it exits. Other C libraries ignore these
+# variables, and values the user set are kept.
+KEEP_FREED_MEMORY = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
+
+
+def _keep_freed_memory() -> dict[str, str]:
+    return {k: v for k, v in KEEP_FREED_MEMORY.items() if k not in os.environ}
 
 
 def _export(session: nox.Session, env: SharedEnv, out: Path | str, target: str | None) -> str:
@@ -301,7 +313,8 @@ def test(session: nox.Session) -> None:
         # the tests' own temporary files would pass for the repository's
         out = TEST_EXPORTS / f"submission-{target or 'default'}.py"
         subject = [_submission_option(_export(session, env, out, target))]
-    env.run(session, "pytest", "-m", "not bench", *spread, *subject, *args, env=COMPILE_ONCE)
+    env.run(session, "pytest", "-m", "not bench", *spread, *subject, *args,
+            env=COMPILE_ONCE | _keep_freed_memory())  # fmt: skip
 
 
 @nox.session

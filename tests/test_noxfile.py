@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -236,6 +237,54 @@ def test_the_test_sessions_tests_compile_each_module_once(noxfile, tmp_path, mon
     noxfile.test(session)
     program, env = envs[-1]
     assert program.endswith("pytest") and env["PYTHONDONTWRITEBYTECODE"] == ""
+
+
+@pytest.mark.parametrize("users", [None, "65536"])
+def test_the_test_sessions_processes_keep_freed_memory(noxfile, tmp_path, monkeypatch, users):
+    for name in noxfile.KEEP_FREED_MEMORY:
+        monkeypatch.delenv(name, raising=False)
+    if users is not None:  # a value the user set is theirs
+        monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", users)
+    session = FakeSession(tmp_path, "test")
+    envs = []
+    original = session.run
+    session.run = lambda *a, **k: envs.append(k.get("env")) or original(*a, **k)
+    noxfile.test(session)
+    want = {"MALLOC_MMAP_MAX_": "0", "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
+    if users is not None:
+        del want["MALLOC_TRIM_THRESHOLD_"]
+    assert {k: v for k, v in envs[-1].items() if k.startswith("MALLOC_")} == want
+
+
+# a fresh process allocates 64 MiB, frees it, and allocates it again: the page faults of the
+# second allocation
+_REFAULTS = """
+import ctypes, resource
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+size = 64 << 20
+def touch_and_free():
+    p = libc.malloc(size)
+    ctypes.memset(p, 1, size)
+    libc.free(p)
+touch_and_free()
+before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+touch_and_free()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="the variables are glibc's")
+def test_with_the_sessions_settings_glibc_reuses_freed_memory_without_faults(noxfile):
+    def refaults(env):
+        done = subprocess.run([sys.executable, "-c", _REFAULTS], capture_output=True, text=True,
+                              env=env, check=True)  # fmt: skip
+        return int(done.stdout)
+
+    plain = {k: v for k, v in os.environ.items() if k not in noxfile.KEEP_FREED_MEMORY}
+    assert refaults(plain) > 8000  # 64 MiB mapped anew: about 16384 pages
+    assert refaults(plain | noxfile.KEEP_FREED_MEMORY) < 100
 
 
 def test_on_a_gpu_box_the_contract_tests_take_this_gpus_export(noxfile, tmp_path, monkeypatch):
