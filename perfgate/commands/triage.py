@@ -167,7 +167,10 @@ def _run(args: argparse.Namespace) -> int:
     cfg = config.load()
     reports = tuple(args.reports or (DEFAULT_REPORT,))
     db = store.location(args.db, cfg.db)
-    _check_outputs(args, reports, store.local_path(db))
+    local = store.local_path(db)
+    if local is not None:  # as every command's --db: before anything is read, whatever it holds
+        atomic.check_not_tracked("--db", local)
+    _check_outputs(args, reports, local)
     api = (
         None
         if args.no_issues

@@ -130,6 +130,9 @@ def test_no_history_store_is_a_tracked_file(command, capsys, monkeypatch, restor
              "history plot": ["--out", "x.png"], "history report": ["--out", "site"]}  # fmt: skip
     argv = [*command.split(), "--db", str(paths.PYPROJECT), *extra.get(command, [])]
     assert main(argv) == 2, capsys.readouterr()
+    # refused for the store, not for another input missing on this machine (a report, a GPU)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and "--db" in err[-1] and "the project's own files" in err[-1], err
     assert _digest() == before
 
 
