@@ -632,6 +632,8 @@ def test_captured_split_k_graphs_own_their_partials():
     for o in outs:
         o.fill_(float("nan"))
     streams = [torch.cuda.Stream() for _ in graphs]
+    for s in streams:  # after the fills above, which are the default stream's
+        s.wait_stream(torch.cuda.current_stream())
     for _ in range(20):  # concurrent replays: shared partials would race
         for g, s in zip(graphs, streams, strict=True):
             with torch.cuda.stream(s):
@@ -665,6 +667,9 @@ def test_bound_launch_gives_the_jit_paths_bits(shape):
     assert bound is not None and bound.launch is not None, "never bound"
     side = torch.cuda.Stream()
     got = [custom_kernel(d) for d in sets]
+    # the inputs and the calls above are the default stream's work: the side stream waits for
+    # them (CUDA orders nothing across streams; without this it can read inputs not yet written)
+    side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
         got += [custom_kernel(d) for d in sets]
     side.synchronize()
