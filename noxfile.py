@@ -273,8 +273,8 @@ TEST_EXPORTS = Path(".perfgate/test")
 COMPILE_ONCE = {"PYTHONDONTWRITEBYTECODE": ""}
 # The CPU tests allocate and free large tensors again and again: the leaderboard's operands, the
 # reference's float64 products, the interpreter's blocks. glibc serves an allocation of more than
-# 32 MiB with its own mmap and unmaps it when freed, so each new one page-faults from scratch:
-# with 2 cores, a third of `nox -s test`'s CPU time went to the kernel. The test session asks
+# 32 MiB with its own mmap and unmaps it when freed, so each new one page-faults from scratch
+# (the kernel's share of the run: docs/measurements.md, "The CPU loop"). The test session asks
 # glibc to keep freed memory for the next allocation (no mmap for allocations, no trimming of the
 # heap); a process then keeps its peak memory until it exits. Other C libraries ignore these
 # variables, and values the user set are kept.
