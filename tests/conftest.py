@@ -1,8 +1,10 @@
 """Suite-wide pytest setup: interpreter mode, hypothesis profiles, the GPU policy.
 
-- Without a GPU, ``TRITON_INTERPRET=1`` is set here, before anything imports triton, so Triton
-  kernels run on CPU tensors in the interpreter, without the work whose result it discards
-  (:func:`perfgate.interpreter.drop_discarded_work`).
+- Without a GPU, ``TRITON_INTERPRET=1`` is set at triton's first import, so Triton kernels run
+  on CPU tensors in the interpreter, without the work whose result it discards
+  (:func:`perfgate.interpreter.drop_discarded_work`, applied before the first test). Nothing
+  here imports torch or triton: a pytest process that runs no test (the xdist controller, a
+  run that stops at its options or only collects) never pays for them.
 - Hypothesis profiles: ``ci`` (derandomized, 25 examples, no shrinking, the default under
   ``CI``), ``dev`` (50, random, the default elsewhere) and ``thorough`` (1000, random: the
   nightly job). Pick one with ``--hypothesis-profile``. Under ``ci`` every property test is
@@ -17,10 +19,11 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
-from perfgate.interpreter import drop_discarded_work, interpret_without_gpu
+from perfgate.interpreter import drop_discarded_work, interpret_at_first_triton_import
 from perfgate.measure.pinning import pin_xdist_worker, share_cores
 
 # perfgate's pytest plugin (the benchmark harness, --perfgate-* options) for every run from the
@@ -34,10 +37,9 @@ pin_xdist_worker()
 # and its share of the cores; must precede the first import of numpy or torch in this process
 share_cores()
 
-import torch  # noqa: E402
-
-interpret_without_gpu(torch.cuda.is_available())
-drop_discarded_work()  # a no-op where the kernels run compiled
+# the interpreter where there is no GPU, chosen when triton is first imported (which loads torch
+# to ask); must precede that import
+interpret_at_first_triton_import()
 
 import pytest  # noqa: E402
 from hypothesis import HealthCheck, Phase, settings  # noqa: E402
@@ -76,8 +78,20 @@ settings.register_profile(
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 PROFILES = ("ci", "dev", "thorough")  # the profiles registered above
 
-GPU = torch.cuda.is_available()
-HIP = torch.version.hip is not None
+
+@functools.cache
+def _torch():
+    import torch
+
+    return torch
+
+
+def _gpu() -> bool:
+    return _torch().cuda.is_available()
+
+
+def _hip() -> bool:
+    return _torch().version.hip is not None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -102,7 +116,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # pytest-benchmark's configure), they are needed no more.
     for name in [n for n in os.environ if n.startswith("PYTEST_XDIST_")]:
         del os.environ[name]
-    if flags.flag("PERFGATE_REQUIRE_GPU") and not GPU:
+    if flags.flag("PERFGATE_REQUIRE_GPU") and not _gpu():
+        torch = _torch()
         raise pytest.UsageError(
             "PERFGATE_REQUIRE_GPU is set but torch sees no GPU "
             f"(torch {torch.__version__}, hip={torch.version.hip}, cuda={torch.version.cuda}); "
@@ -139,12 +154,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # tests/perf/ only: tests/perfgate/ shares the prefix
         if item.nodeid.replace(os.sep, "/").startswith("tests/perf/"):
             item.add_marker(pytest.mark.bench)
-        if item.get_closest_marker("gpu") and not GPU:
+        if item.get_closest_marker("gpu") and not _gpu():
             item.add_marker(
                 pytest.mark.skip(reason="needs a GPU (torch.cuda.is_available() is False)")
             )
-        if item.get_closest_marker("gfx950") and not (GPU and HIP and _arch() == "gfx950"):
+        if item.get_closest_marker("gfx950") and not (_gpu() and _hip() and _arch() == "gfx950"):
             item.add_marker(pytest.mark.skip(reason=GFX950_ONLY))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # before the first test, in a process that runs tests (the kernels are imported by now)
+    if not session.config.option.collectonly:
+        drop_discarded_work()  # a no-op where the kernels run compiled
 
 
 def _arch() -> str:
@@ -154,6 +175,7 @@ def _arch() -> str:
 
 
 @pytest.fixture(scope="session")
-def device() -> torch.device:
-    """The device the kernel tests run on: the GPU, or the CPU under the Triton interpreter."""
-    return torch.device("cuda") if GPU else torch.device("cpu")
+def device():
+    """The device the kernel tests run on (a ``torch.device``): the GPU, or the CPU under the
+    Triton interpreter."""
+    return _torch().device("cuda" if _gpu() else "cpu")

@@ -14,7 +14,7 @@ this file. A test touches the device when it
 - launches a Triton kernel in its own process (``JITFunction.run`` compiled,
   ``InterpretedFunction.run`` in the interpreter), fixtures included;
 - branches on whether a GPU is here (a condition or a skipif that reads ``torch.cuda`` or the
-  conftest's ``GPU``/``HIP``).
+  test module's own ``GPU``/``HIP`` flag).
 
 So a new kernel test cannot silently fall out of the GPU job: on the CPU job it fails until its
 file is listed here (or it stops touching the device).
@@ -119,7 +119,7 @@ def _watch_launches() -> None:
 
 
 def _reads_the_gpu(node: ast.AST) -> bool:
-    """``node`` reads whether a GPU is here: ``torch.cuda...`` or the conftest's ``GPU``/``HIP``."""
+    """``node`` reads whether a GPU is here: ``torch.cuda...`` or a test module's ``GPU``/``HIP``."""
     for sub in ast.walk(node):
         if isinstance(sub, ast.Attribute) and sub.attr == "cuda":
             return True
@@ -206,7 +206,13 @@ def pytest_configure(config: pytest.Config) -> None:
     rev = config.getoption("--changed-since")
     if rev is not None:
         config.stash[_CHANGED] = changed_files(rev)
-    _watch_launches()
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # before the first test, in a process that runs tests: a process that only collects, or
+    # stops at its options, loads no triton (nor the torch triton's first import asks)
+    if not session.config.option.collectonly:
+        _watch_launches()
 
 
 _CHANGED = pytest.StashKey[list[str]]()
