@@ -61,6 +61,11 @@ def load_option(config: pytest.Config, option: str) -> Any:
         raise pytest.UsageError(f"{option}: {exc}") from None
 
 
+# trylast: under pytest-xdist, after the controller has started its workers (xdist's own
+# sessionstart is trylast too, and registered later: it runs first). Each worker loads the file
+# for its tests; the controller's load, which only stops a session on an unusable file, then
+# overlaps their start instead of delaying it by an import of torch and the file.
+@pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     submission = load_option(session.config, OPTION)
     if submission is not None:

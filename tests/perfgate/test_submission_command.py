@@ -331,6 +331,23 @@ def test_a_bad_submission_option_stops_the_session_in_one_line(tmp_path):
     )
 
 
+def test_a_bad_submission_option_stops_an_xdist_session_in_one_line(tmp_path):
+    # as `nox -s test` runs it: the controller checks the file after starting its workers (so
+    # that its check overlaps their start), and the session still stops in one line
+    bad = tmp_path / "bad.py"
+    bad.write_text("X = 1\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "1",
+         f"--submission={bad}", "tests/submission"],
+        cwd=REPO, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 4, (done.stdout[-2000:], done.stderr[-2000:])
+    assert [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()] == [
+        f"ERROR: --submission: {bad}: defines no custom_kernel (the leaderboard calls "
+        "custom_kernel(data))"
+    ]
+
+
 def test_export_renders_what_the_command_wrote(exported):
     assert exported.read_text() == export.render().text
 
