@@ -3,7 +3,7 @@
 Every process that may run them there (the test session, a loaded submission, ``perfgate host``,
 explain's host census) decides the same way: :func:`interpret_without_gpu` before triton loads,
 then :func:`drop_discarded_work` once it may. The second makes the interpreter skip work whose
-result it throws away; every value and every assertion stay as they were (every kernel test
+result it throws away or already has; every value and every assertion stay as they were (every kernel test
 compares bit for bit, and tests/perfgate/test_interpreter_skips.py pins each premise on the installed
 triton).
 
@@ -59,11 +59,13 @@ def interprets() -> bool:
 
 
 def drop_discarded_work() -> bool:
-    """:func:`drop_unasserted_overflow_checks` and :func:`skip_repeated_language_patches`; True
-    when both hold. Imports triton. A no-op unless triton interprets."""
+    """:func:`drop_unasserted_overflow_checks`, :func:`skip_repeated_language_patches` and
+    :func:`keep_numpy_dtypes`; True when all hold. Imports triton. A no-op unless triton
+    interprets."""
     checks = drop_unasserted_overflow_checks()
     patches = skip_repeated_language_patches()
-    return checks and patches
+    dtypes = keep_numpy_dtypes()
+    return checks and patches and dtypes
 
 
 def drop_unasserted_overflow_checks() -> bool:
@@ -118,6 +120,46 @@ def skip_repeated_language_patches() -> bool:
         return False
     interpreter._patch_lang = _SkipRepeats(patch, calls[0])
     return True
+
+
+def keep_numpy_dtypes() -> bool:
+    """Stop Triton's interpreter rebuilding its table of numpy dtypes for every value it makes;
+    True when it no longer does.
+
+    ``_get_np_dtype`` answers which numpy dtype holds a Triton type's values by building a dict
+    of about twenty types, hashing each, at every call: a tenth of an interpreted GEMM call. Its
+    answer depends on the type alone, and a type's class and name identify it (a block's name
+    holds its shape and element type, a pointer's its element type), so the answer is kept per
+    class and name. A type without a name, or one the table lacks (an error, as before), is
+    asked anew each time. Where the interpreter has no such function (another triton), nothing
+    changes."""
+    if not interprets():
+        return False
+    from triton.runtime import interpreter
+
+    get = getattr(interpreter, "_get_np_dtype", None)
+    if get is None or isinstance(get, _KeptAnswers):
+        return get is not None
+    interpreter._get_np_dtype = _KeptAnswers(get)
+    return True
+
+
+class _KeptAnswers:
+    """A function of a Triton type, its answers kept per (class, name) of the type."""
+
+    def __init__(self, get) -> None:
+        self.get = get
+        self.answers: dict[tuple[type, str], object] = {}
+
+    def __call__(self, tt_dtype):
+        name = getattr(tt_dtype, "name", None)
+        if not isinstance(name, str):
+            return self.get(tt_dtype)
+        key = (type(tt_dtype), name)
+        answer = self.answers.get(key)
+        if answer is None:
+            answer = self.answers[key] = self.get(tt_dtype)
+        return answer
 
 
 class _SkipRepeats:

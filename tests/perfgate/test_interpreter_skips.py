@@ -1,14 +1,15 @@
 """perfgate.interpreter: the interpreter chosen where there is no GPU, and the work it skips.
 
-Each skipped pass is skipped only because its result is thrown away, and a test pins that
-premise on the installed triton, so a triton that starts using it fails here first:
+Each skipped pass is skipped only because its result is thrown away or already known, and a
+test pins that premise on the installed triton, so a triton that breaks it fails here first:
 
 - the overflow sanitizer's verdict goes to a ``device_assert`` that does nothing unless ``debug``
   is on;
 - a device function call's re-patch of ``triton.language`` inside a launch sets nothing but the
-  code the launch already set.
+  code the launch already set;
+- the numpy dtype that holds a type's values depends on the type's class and name alone.
 
-Every kernel test of the suite runs with both skipped and compares its bits exactly.
+Every kernel test of the suite runs with all three skipped and compares its bits exactly.
 """
 
 from __future__ import annotations
@@ -123,10 +124,11 @@ def test_where_the_kernels_compile_the_suite_changes_nothing(builder):
 def test_compiled_kernels_are_left_alone(builder, monkeypatch):
     from triton.runtime import interpreter
 
-    before, patch = builder.options, interpreter._patch_lang
+    before, patch, dtypes = builder.options, interpreter._patch_lang, interpreter._get_np_dtype
     monkeypatch.setenv("TRITON_INTERPRET", "0")
     assert suite.drop_discarded_work() is False
     assert builder.options is before and interpreter._patch_lang is patch
+    assert interpreter._get_np_dtype is dtypes
 
 
 # -- the repeated language patches -----------------------------------------------------------------
@@ -275,3 +277,61 @@ def test_only_a_call_inside_a_launch_that_patched_its_modules_is_skipped():
     with pytest.raises(RuntimeError):
         launch(kernel, fails)
     assert skip.launches == [] and log[-1] == "restore _nested_kernel"
+
+
+# -- the numpy dtype table ------------------------------------------------------------------------
+def _triton_types() -> list:
+    """Every scalar type of triton.language, a pointer to each (const too, and in another
+    address space), blocks of each in two shapes, and blocks of pointers: with repeats of one
+    class and name made anew, so that a kept answer is reused where the premise must hold."""
+    scalars = [v for v in vars(tl).values() if type(v) is tl.dtype]
+    types = []
+    for t in scalars:
+        pointers = [tl.pointer_type(t), tl.pointer_type(t, const=True),
+                    tl.pointer_type(t, address_space="shared")]  # fmt: skip
+        types += [t, *pointers, tl.block_type(t, [16]), tl.block_type(t, [4, 32])]
+        types += [tl.block_type(p, [8]) for p in pointers]
+    return types + [tl.block_type(t, [16]) for t in scalars]  # the same class and name again
+
+
+def _answers(get, types) -> list:
+    out = []
+    for t in types:
+        try:
+            out.append(get(t))
+        except Exception as exc:  # a type the table lacks: the error, every time
+            out.append(type(exc))
+    return out
+
+
+def test_a_types_class_and_name_decide_its_numpy_dtype():
+    # the premise, on the installed triton's _get_np_dtype: keeping its answers per (class,
+    # name) of the type answers every type as the function itself does
+    from triton.runtime import interpreter
+
+    original = getattr(interpreter._get_np_dtype, "get", interpreter._get_np_dtype)
+    types = _triton_types()
+    want = _answers(original, types)
+    kept = suite._KeptAnswers(original)
+    assert _answers(kept, types) == want
+    assert _answers(kept, types) == want  # from the kept answers now
+    assert len(kept.answers) < len(types)  # the repeats were answered from it
+    assert np.dtype(np.float32) in want and np.dtype(np.uint64) in want
+
+
+def test_a_nameless_type_is_asked_each_time():
+    calls = []
+    kept = suite._KeptAnswers(lambda t: calls.append(t) or np.dtype(np.int8))
+    nameless = object()
+    assert kept(nameless) == np.dtype(np.int8) and kept(nameless) == np.dtype(np.int8)
+    assert calls == [nameless, nameless] and kept.answers == {}
+
+
+@INTERPRETED
+def test_the_suite_keeps_the_numpy_dtypes():
+    # tests/conftest.py kept them; every kernel test compares its bits exactly as before
+    from triton.runtime import interpreter
+
+    assert isinstance(interpreter._get_np_dtype, suite._KeptAnswers)
+    assert suite.keep_numpy_dtypes() is True  # once: not wrapped again
+    assert not isinstance(interpreter._get_np_dtype.get, suite._KeptAnswers)
